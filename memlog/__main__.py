@@ -1,0 +1,5 @@
+import sys
+
+from memlog.cli import main
+
+sys.exit(main())

@@ -1,0 +1,315 @@
+"""The HTTP API: record exchanges, read context. OpenAPI at /openapi.json."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlog.errors import Conflict, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable
+from memlog.services import Services, open_services
+from memlog.settings import Settings
+from projections.position import Position
+from projections.redis_store import redis_errors
+from projections.stores import SessionKey
+from schemas.events import (
+    SESSION_THREAD,
+    AnswerGiven,
+    Envelope,
+    QuestionAsked,
+    ToolCalled,
+    check_name,
+    now_ms,
+)
+
+log = logging.getLogger(__name__)
+RETRY_AFTER_SECONDS = "2"
+
+
+class ToolCallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: Any = Field(default_factory=dict, description="Any JSON value.")
+    result: Any = Field(default=None, description="Any JSON value; kept whole so follow-ups need no second call.")
+    ok: bool = True
+    duration_ms: int | None = Field(default=None, ge=0)
+
+
+class ExchangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    subject: str
+    question: str
+    tool_calls: list[ToolCallIn] = Field(default_factory=list)
+    answer: str | None = None
+    channel: Literal["v1", "v2", "askx"] = "v2"
+    idempotency_key: str | None = None
+    occurred_at: int | None = Field(default=None, ge=0, description="Epoch milliseconds; defaults to now.")
+    agent: str | None = None
+    model: str | None = None
+
+
+class Routed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    subject: str
+    occurred_at: int | None = Field(default=None, ge=0)
+    agent: str | None = None
+
+
+class QuestionIn(Routed):
+    question: str
+    channel: Literal["v1", "v2", "askx"] = "v2"
+    idempotency_key: str | None = None
+
+
+class ToolCallEventIn(Routed):
+    call_index: int = Field(ge=0, description="Order of the call within the exchange, from 0.")
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    result: Any = None
+    ok: bool = True
+    duration_ms: int | None = Field(default=None, ge=0)
+
+
+class AnswerIn(Routed):
+    answer: str
+    model: str | None = None
+
+
+class Accepted(BaseModel):
+    exchange_id: str
+    position: str
+    idempotent: bool = False
+
+
+class ToolCallOut(BaseModel):
+    name: str
+    arguments: Any
+    result: Any
+    ok: bool
+    duration_ms: int | None
+
+
+class ExchangeOut(BaseModel):
+    exchange_id: str
+    question: str
+    tool_calls: list[ToolCallOut]
+    answer: str | None
+    channel: str
+    occurred_at: int
+    complete: bool
+
+
+class Context(BaseModel):
+    tenant: str
+    subject: str
+    summary: str
+    exchanges: list[ExchangeOut]
+    facts: list[Any]
+    tokens: int
+
+
+def _error(status: int, field: str | None, message: str, retry: bool = False) -> JSONResponse:
+    body: dict[str, Any] = {"detail": [{"loc": ["body", field] if field else [], "msg": message}]}
+    headers = {"Retry-After": RETRY_AFTER_SECONDS} if retry else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+@dataclass
+class ApiState:
+    settings: Settings
+    services: Services
+    offsets: AIOKafkaConsumer
+
+
+def create_api(settings: Settings) -> FastAPI:
+    """The ASGI app. Clients are opened in its lifespan, never at import."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_services(settings, producer=True) as services:
+            offsets = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+            await offsets.start()
+            app.state.api = ApiState(settings, services, offsets)
+            log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
+            try:
+                yield
+            finally:
+                await offsets.stop()
+
+    app = FastAPI(title="memlog", version="0.1.0", lifespan=lifespan,
+                  description="Event-sourced memory for AI agent backends.")
+
+    @app.exception_handler(InvalidEvent)
+    async def invalid(_: Request, exc: InvalidEvent) -> JSONResponse:
+        return _error(422, exc.field, exc.problem)
+
+    @app.exception_handler(Conflict)
+    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
+        return _error(409, None, str(exc), retry=True)
+
+    @app.exception_handler(LogUnavailable)
+    @app.exception_handler(StoreUnavailable)
+    @app.exception_handler(NotCaughtUp)
+    async def unavailable(_: Request, exc: Exception) -> JSONResponse:
+        return _error(503, None, str(exc), retry=True)
+
+    def state(request: Request) -> ApiState:
+        api: ApiState = request.app.state.api
+        return api
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "alive"}
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        api = state(request)
+        report = await _lag_report(api)
+        ready = all(lag <= api.settings.ready_max_lag for lag in report["lag"].values())
+        return JSONResponse({"ready": ready, **report}, status_code=200 if ready else 503)
+
+    @app.post("/v1/exchanges", status_code=202, response_model=Accepted)
+    async def record_exchange(body: ExchangeIn, request: Request) -> Accepted:
+        api = state(request)
+        payload = body.model_dump(exclude_none=True)
+        payload["tool_calls"] = [call.model_dump() for call in body.tool_calls]
+        key = body.idempotency_key
+        if key is None:
+            recorded = await api.services.producer.record_exchange(payload)
+            return Accepted(exchange_id=recorded.exchange_id, position=recorded.position.token())
+        check_name("tenant", body.tenant)
+        check_name("subject", body.subject)
+        check_name("idempotency_key", key)
+        claim = f"{api.settings.redis_prefix}:idem:{len(body.tenant)}:{body.tenant}:{body.subject}:{key}"
+        with redis_errors():
+            fresh = await api.services.redis.set(claim, "pending", nx=True, ex=api.settings.idempotency_ttl_seconds)
+        if not fresh:
+            return await _replayed(api.services.redis, claim)
+        try:
+            recorded = await api.services.producer.record_exchange(payload)
+        except BaseException:
+            with redis_errors():
+                await api.services.redis.delete(claim)
+            raise
+        accepted = Accepted(exchange_id=recorded.exchange_id, position=recorded.position.token())
+        with redis_errors():
+            await api.services.redis.set(claim, accepted.model_dump_json(), ex=api.settings.idempotency_ttl_seconds)
+        return accepted
+
+    @app.post("/v1/exchanges/{exchange_id}/question", status_code=202, response_model=Accepted)
+    async def ask(exchange_id: str, body: QuestionIn, request: Request) -> Accepted:
+        env = _envelope(state(request), body, body.idempotency_key)
+        return await _produce(state(request), QuestionAsked(env, exchange_id, body.question, body.channel))
+
+    @app.post("/v1/exchanges/{exchange_id}/tool-calls", status_code=202, response_model=Accepted)
+    async def tool_call(exchange_id: str, body: ToolCallEventIn, request: Request) -> Accepted:
+        env = _envelope(state(request), body, None)
+        event = ToolCalled(env, exchange_id, body.call_index, body.name, _json("arguments", body.arguments),
+                           _json("result", body.result), body.ok, body.duration_ms)
+        return await _produce(state(request), event)
+
+    @app.post("/v1/exchanges/{exchange_id}/answer", status_code=202, response_model=Accepted)
+    async def answer(exchange_id: str, body: AnswerIn, request: Request) -> Accepted:
+        env = _envelope(state(request), body, None)
+        return await _produce(state(request), AnswerGiven(env, exchange_id, body.answer, model=body.model))
+
+    @app.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context)
+    async def context(
+        tenant: str,
+        subject: str,
+        request: Request,
+        after: str | None = Query(default=None, description="A position token; wait until it is applied."),
+    ) -> Context:
+        api = state(request)
+        check_name("tenant", tenant)
+        check_name("subject", subject)
+        if after is not None:
+            await _wait_applied(api, Position.parse(after))
+        session = await api.services.sessions.read(SessionKey(tenant, subject))
+        if session is None:
+            return Context(tenant=tenant, subject=subject, summary="", exchanges=[], facts=[], tokens=0)
+        return Context(
+            tenant=tenant,
+            subject=subject,
+            summary=session.head.summary,
+            exchanges=[ExchangeOut(**exchange.view()) for exchange in session.exchanges],
+            facts=[],
+            tokens=session.head.tokens,
+        )
+
+    return app
+
+
+def _envelope(api: ApiState, body: Routed, idempotency_key: str | None) -> Envelope:
+    return Envelope(
+        tenant=body.tenant,
+        subject=body.subject,
+        agent=body.agent,
+        thread=SESSION_THREAD,
+        producer=api.settings.producer_name,
+        occurred_at=body.occurred_at if body.occurred_at is not None else now_ms(),
+        idempotency_key=idempotency_key,
+    )
+
+
+def _json(field: str, value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(field, f"is not JSON-serialisable: {exc}") from None
+
+
+async def _produce(api: ApiState, event: QuestionAsked | ToolCalled | AnswerGiven) -> Accepted:
+    position = await api.services.producer.produce([event])
+    return Accepted(exchange_id=event.exchange_id, position=position.token())
+
+
+async def _replayed(client: aioredis.Redis, claim: str) -> Accepted:
+    with redis_errors():
+        stored = await client.get(claim)
+    if stored is None or stored == b"pending":
+        raise Conflict("an exchange with this idempotency key is being recorded; retry shortly")
+    accepted = Accepted.model_validate_json(stored)
+    accepted.idempotent = True
+    return accepted
+
+
+async def _wait_applied(api: ApiState, position: Position) -> None:
+    if position.topic != "threads" or position.partition >= api.settings.partitions:
+        raise InvalidEvent("after", f"{position.token()} is not a position of the threads topic")
+    deadline = time.monotonic() + api.settings.read_wait_seconds
+    delay = 0.005
+    while await api.services.sessions.applied(position.topic, position.partition) < position.offset:
+        if time.monotonic() >= deadline:
+            raise NotCaughtUp(f"the session projection has not reached {position.token()} yet")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+async def _lag_report(api: ApiState) -> dict[str, Any]:
+    topic = api.settings.threads_topic
+    partitions = [TopicPartition(topic, p) for p in range(api.settings.partitions)]
+    try:
+        ends = await api.offsets.end_offsets(partitions)
+    except KafkaError as exc:
+        raise LogUnavailable(f"kafka: {exc}") from exc
+    lag: dict[str, int] = {}
+    for tp in partitions:
+        applied = await api.services.sessions.applied("threads", tp.partition)
+        lag[f"sessions/threads.{tp.partition}"] = max(0, ends[tp] - 1 - applied)
+    dead = await api.services.counters.dead_letters()
+    return {"lag": lag, "dead_letters": dead}

@@ -1,0 +1,144 @@
+"""The `memlog` command: `up`, `worker`, `api`, and `dev up | down | status`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+import httpx
+
+from memlog.errors import MemlogError
+from memlog.localstack import LocalStack
+from memlog.settings import Settings
+
+log = logging.getLogger("memlog")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memlog", description="Event-sourced memory for AI agent backends.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("up", help="run everything: the local stack where nothing is configured, worker, API")
+    commands.add_parser("worker", help="run the Faust worker (all projection agents)")
+    commands.add_parser("api", help="run the HTTP API")
+    dev = commands.add_parser("dev", help="the local stack: Kafka, Redis, a MongoDB wire-protocol server")
+    dev.add_argument("action", choices=["up", "down", "status"])
+    topics = commands.add_parser("topics", help="create memlog's topics")
+    topics.add_argument("action", choices=["create"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    settings = Settings()
+    try:
+        if args.command == "dev":
+            return _dev(settings, args.action)
+        if args.command == "topics":
+            from streams.topics import ensure_topics
+
+            created = asyncio.run(ensure_topics(settings))
+            print(f"created: {', '.join(created) or 'none (all exist)'}")
+            return 0
+        if args.command == "worker":
+            from streams.worker import run_worker
+
+            run_worker(settings)
+            return 0
+        if args.command == "api":
+            return _api(settings)
+        return _up(settings)
+    except MemlogError as exc:
+        print(f"memlog: {exc}", file=sys.stderr)
+        return 1
+
+
+def _dev(settings: Settings, action: str) -> int:
+    stack = LocalStack(settings)
+    if action == "up":
+        started = stack.up()
+        print(f"started: {', '.join(started) or 'nothing (all running)'}")
+    elif action == "down":
+        stopped = stack.down()
+        print(f"stopped: {', '.join(stopped) or 'nothing memlog had started'}")
+    for status in stack.status():
+        state = "up" if status.up else "down"
+        owner = f"pid {status.pid}" if status.managed else status.detail
+        print(f"{status.name:6} {state:5} {status.endpoint:28} {owner}")
+    return 0
+
+
+def _api(settings: Settings) -> int:
+    import uvicorn
+
+    from memlog.api import create_api
+
+    uvicorn.run(create_api(settings), host=settings.api_host, port=settings.api_port, log_level="info",
+                access_log=False)
+    return 0
+
+
+def _up(settings: Settings) -> int:
+    """The main job: local stack, worker and API; Ctrl-C stops everything this started."""
+    stack = LocalStack(settings)
+    started = stack.up()
+    children: list[subprocess.Popen[bytes]] = []
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        from streams.topics import ensure_topics
+
+        asyncio.run(ensure_topics(settings))
+        for part in ("worker", "api"):
+            children.append(subprocess.Popen([sys.executable, "-m", "memlog", part], env=os.environ.copy()))  # noqa: S603
+        url = f"http://{settings.api_host}:{settings.api_port}"
+        _wait_healthy(url, children)
+        print(f"memlog is up: API on {url} (OpenAPI at {url}/docs). Ctrl-C stops it.", flush=True)
+        while not stopping:
+            for child in children:
+                if child.poll() is not None:
+                    print(f"memlog: a {child.args[-1]} process exited with {child.returncode}", file=sys.stderr)  # type: ignore[index]
+                    stopping = True
+            time.sleep(0.5)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        stack.down(started)
+    return 0
+
+
+def _wait_healthy(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(child.poll() is not None for child in children):
+            raise MemlogError("a memlog process exited during start-up; see the log above")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise MemlogError(f"the API did not answer on {url} within {timeout:.0f}s")

@@ -1,0 +1,44 @@
+"""memlog's own exceptions; driver exceptions are translated into these at the adapter edge."""
+
+from __future__ import annotations
+
+
+class MemlogError(Exception):
+    """Base of every error memlog raises on purpose."""
+
+
+class InvalidEvent(MemlogError):
+    """An event or request fails validation; the message names the field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class DecodeError(MemlogError):
+    """Bytes that are not a memlog event this build can read."""
+
+
+class UnknownSchema(DecodeError):
+    """A fingerprint or registry id that matches no known schema."""
+
+
+class StoreUnavailable(MemlogError):
+    """A projection store (Redis, MongoDB) cannot be reached or refused the write."""
+
+
+class LogUnavailable(MemlogError):
+    """The Kafka cluster cannot be reached or refused the write."""
+
+
+class NotCaughtUp(MemlogError):
+    """A read asked for a position the projection has not applied within the wait."""
+
+
+class Conflict(MemlogError):
+    """A write that contradicts what the log already holds (e.g. an idempotency key in flight)."""
+
+
+class ServiceSetupError(MemlogError):
+    """The local stack cannot start a service; the message says what to do."""

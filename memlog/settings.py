@@ -1,0 +1,101 @@
+"""The one settings object. Built in the entry point and passed down; every field is MEMLOG_<NAME>."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Local stack defaults (loopback only).
+LOCAL_KAFKA_PORT = 9092
+LOCAL_KAFKA_CONTROLLER_PORT = 9093
+LOCAL_REDIS_PORT = 6379
+LOCAL_MONGO_PORT = 27017
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMLOG_", extra="ignore")
+
+    home: Path = Field(default=Path.home() / ".memlog", description="Home folder for local data, jars and logs.")
+
+    # --- connections; unset means "use the local stack" ---
+    kafka_bootstrap: str | None = Field(default=None, description="Existing Kafka bootstrap servers.")
+    redis_url: str | None = Field(default=None, description="Existing Redis URL.")
+    mongo_url: str | None = Field(default=None, description="Existing MongoDB URL.")
+    schema_registry_url: str | None = Field(
+        default=None, description="Confluent-compatible registry; when set, events use the Confluent wire format."
+    )
+    local_broker: Literal["kafka", "tansu"] = Field(default="kafka", description="Broker that `memlog dev up` runs.")
+    kafka_version: str = "4.1.1"
+    local_kafka_port: int = LOCAL_KAFKA_PORT
+    local_kafka_controller_port: int = LOCAL_KAFKA_CONTROLLER_PORT
+    local_redis_port: int = LOCAL_REDIS_PORT
+    local_mongo_port: int = LOCAL_MONGO_PORT
+    kafka_heap: str = "768m"
+
+    # --- topics ---
+    topic_prefix: str = Field(default="memlog", description="Topics are <prefix>.threads, <prefix>.facts, ...")
+    partitions: int = Field(default=6, ge=1, description="Partitions of every subject-keyed topic (equal on all).")
+    replication: int = Field(default=1, ge=1)
+    max_message_bytes: int = Field(default=1_048_576, ge=65_536)
+
+    # --- projections ---
+    app_id: str = Field(default="memlog", description="Faust app id, also the consumer group prefix.")
+    namespace: str = Field(default="live", description="Redis key prefix and MongoDB database suffix of projections.")
+    mongo_database: str = "memlog"
+    chat_ttl_seconds: int = Field(default=86_400, ge=1, description="Session lifetime after the last question (000).")
+    tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")
+    tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
+    producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
+
+    # --- API ---
+    api_host: str = "127.0.0.1"
+    api_port: int = 8080
+    read_wait_seconds: float = Field(default=5.0, gt=0, description="How long a read with after= waits.")
+    ready_max_lag: int = Field(default=0, ge=0, description="/readyz tolerates this many unapplied records.")
+    idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
+
+    # --- derived ---
+    @property
+    def idempotent_producer(self) -> bool:
+        # Tansu has no idempotent producer (README, "Local stack").
+        return not (self.kafka_bootstrap is None and self.local_broker == "tansu")
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}.{name}"
+
+    @property
+    def threads_topic(self) -> str:
+        return self.topic("threads")
+
+    @property
+    def deadletter_topic(self) -> str:
+        return self.topic("deadletter")
+
+    @property
+    def subject_topics(self) -> list[str]:
+        return [self.topic(name) for name in ("threads", "facts", "traces", "privacy")]
+
+    @property
+    def bootstrap(self) -> str:
+        if self.kafka_bootstrap:
+            return self.kafka_bootstrap
+        return f"127.0.0.1:{self.local_kafka_port}"
+
+    @property
+    def redis(self) -> str:
+        return self.redis_url or f"redis://127.0.0.1:{self.local_redis_port}/0"
+
+    @property
+    def mongo(self) -> str:
+        return self.mongo_url or f"mongodb://127.0.0.1:{self.local_mongo_port}/?directConnection=true"
+
+    @property
+    def mongo_db_name(self) -> str:
+        return f"{self.mongo_database}_{self.namespace}"
+
+    @property
+    def redis_prefix(self) -> str:
+        return f"{self.app_id}:{self.namespace}"

@@ -1,0 +1,1 @@
+"""Projections: pure rules (no I/O) and the stores they write to."""

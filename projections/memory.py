@@ -1,0 +1,92 @@
+"""In-process stores: the reference implementation of each interface, used by the pure and property tests."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from projections.position import Position
+from projections.session import Exchange, Session, SessionChange, SessionHead
+from projections.stores import ArchivedEvent, SessionKey
+
+
+class _MemoryCheckpoints:
+    def __init__(self) -> None:
+        self._applied: dict[tuple[str, int], int] = {}
+
+    async def applied(self, topic: str, partition: int) -> int:
+        return self._applied.get((topic, partition), -1)
+
+    async def advance(self, position: Position) -> None:
+        key = (position.topic, position.partition)
+        self._applied[key] = max(self._applied.get(key, -1), position.offset)
+
+
+class MemorySessionStore(_MemoryCheckpoints):
+    def __init__(self) -> None:
+        super().__init__()
+        self._heads: dict[SessionKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
+        self._exchanges: dict[SessionKey, dict[str, Exchange]] = {}
+        self.now_ms = 0  # the clock reads consult; tests move it
+
+    def _alive(self, key: SessionKey) -> bool:
+        entry = self._heads.get(key)
+        if entry is None:
+            return False
+        if entry[2] <= self.now_ms:
+            self._heads.pop(key, None)
+            self._exchanges.pop(key, None)
+            return False
+        return True
+
+    async def load(self, key: SessionKey, exchange_id: str) -> tuple[SessionHead | None, Exchange | None]:
+        if not self._alive(key):
+            return None, None
+        return self._heads[key][0], self._exchanges[key].get(exchange_id)
+
+    async def write(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
+        self.now_ms = max(self.now_ms, now_ms)
+        alive = self._alive(key)
+        if alive and self._heads[key][1] >= position.offset:
+            return False
+        await self.advance(position)
+        if change.expires_at <= now_ms:
+            return True
+        if change.reset or not alive:
+            self._heads[key] = (SessionHead(), -1, change.expires_at)
+            self._exchanges[key] = {}
+        head = self._heads[key][0]
+        head = replace(head, tokens=head.tokens + change.token_delta, last_question_at=change.last_question_at)
+        self._heads[key] = (head, position.offset, change.expires_at)
+        self._exchanges[key][change.exchange.exchange_id] = change.exchange
+        return True
+
+    async def read(self, key: SessionKey) -> Session | None:
+        if not self._alive(key):
+            return None
+        return Session(self._heads[key][0], tuple(self._exchanges[key].values()))
+
+    async def drop(self, key: SessionKey) -> None:
+        self._heads.pop(key, None)
+        self._exchanges.pop(key, None)
+
+
+class MemoryArchiveStore:
+    def __init__(self) -> None:
+        self._events: dict[Position, ArchivedEvent] = {}
+
+    async def append(self, events: list[ArchivedEvent]) -> int:
+        new = 0
+        for event in events:
+            if event.position not in self._events:
+                self._events[event.position] = event
+                new += 1
+        return new
+
+    async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]:
+        found = [
+            e for e in self._events.values() if e.tenant == tenant and e.subject == subject and e.thread == thread
+        ]
+        return sorted(found, key=lambda e: e.position)
+
+    async def count(self, tenant: str) -> int:
+        return sum(1 for e in self._events.values() if e.tenant == tenant)

@@ -1,0 +1,174 @@
+"""Sessions in Redis. One Lua script applies a change and its position atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from memlog.errors import StoreUnavailable
+from projections.position import Position
+from projections.session import Exchange, Session, SessionChange, SessionHead
+from projections.stores import SessionKey
+
+# KEYS: head, exchanges (hash id -> JSON), order (list of ids), checkpoints
+# ARGV: partition, offset, exchange id, exchange JSON, token delta, last question ms, expires-at ms, now ms, reset
+_WRITE = """
+local offset = tonumber(ARGV[2])
+local applied = redis.call('HGET', KEYS[4], ARGV[1])
+if (not applied) or tonumber(applied) < offset then
+  redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
+end
+local pos = redis.call('HGET', KEYS[1], 'pos')
+if pos and tonumber(pos) >= offset then
+  return 0
+end
+local expires = tonumber(ARGV[7])
+if expires <= tonumber(ARGV[8]) then
+  return 1
+end
+if ARGV[9] == '1' then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+end
+if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 0 then
+  redis.call('RPUSH', KEYS[3], ARGV[3])
+end
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[5])
+redis.call('HSET', KEYS[1], 'pos', ARGV[2], 'last_q', ARGV[6])
+for i = 1, 3 do
+  redis.call('PEXPIREAT', KEYS[i], expires)
+end
+return 1
+"""
+
+# KEYS: checkpoints; ARGV: partition, offset
+_ADVANCE = """
+local applied = redis.call('HGET', KEYS[1], ARGV[1])
+if (not applied) or tonumber(applied) < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1
+"""
+
+
+@contextmanager
+def redis_errors() -> Iterator[None]:
+    """Translate redis-py's exceptions into memlog's at this edge."""
+    try:
+        yield
+    except RedisError as exc:
+        raise StoreUnavailable(f"redis: {exc}") from exc
+    except OSError as exc:
+        raise StoreUnavailable(f"redis: {exc}") from exc
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisSessionStore:
+    """Sessions under `<prefix>:session:...`, checkpoints under `<prefix>:applied:<topic>`.
+
+    Args:
+        client: a redis.asyncio client (bytes responses).
+        prefix: the namespace's key prefix; a replay writes under another one.
+    """
+
+    def __init__(self, client: aioredis.Redis, prefix: str) -> None:
+        self._redis = client
+        self._prefix = prefix
+        self._write = client.register_script(_WRITE)
+        self._advance = client.register_script(_ADVANCE)
+
+    def _keys(self, key: SessionKey) -> tuple[str, str, str]:
+        # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
+        base = f"{self._prefix}:session:{len(key.tenant)}:{key.tenant}:{key.subject}"
+        return base, f"{base}:ex", f"{base}:order"
+
+    def _checkpoints(self, topic: str) -> str:
+        return f"{self._prefix}:applied:{topic}"
+
+    async def applied(self, topic: str, partition: int) -> int:
+        with redis_errors():
+            value = await self._redis.hget(self._checkpoints(topic), str(partition))
+        return -1 if value is None else int(value)
+
+    async def advance(self, position: Position) -> None:
+        with redis_errors():
+            await self._advance(keys=[self._checkpoints(position.topic)], args=[position.partition, position.offset])
+
+    async def load(self, key: SessionKey, exchange_id: str) -> tuple[SessionHead | None, Exchange | None]:
+        head_key, ex_key, _ = self._keys(key)
+        with redis_errors():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.hgetall(head_key)
+                pipe.hget(ex_key, exchange_id)
+                raw_head, raw_exchange = await pipe.execute()
+        head = _head(raw_head) if raw_head else None
+        return head, (Exchange.from_json(raw_exchange) if raw_exchange else None)
+
+    async def write(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
+        keys = [*self._keys(key), self._checkpoints(position.topic)]
+        args = [
+            position.partition,
+            position.offset,
+            change.exchange.exchange_id,
+            change.exchange.to_json(),
+            change.token_delta,
+            change.last_question_at,
+            change.expires_at,
+            now_ms,
+            "1" if change.reset else "0",
+        ]
+        with redis_errors():
+            return bool(await self._write(keys=keys, args=args))
+
+    async def read(self, key: SessionKey) -> Session | None:
+        head_key, ex_key, order_key = self._keys(key)
+        with redis_errors():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hgetall(head_key)
+                pipe.lrange(order_key, 0, -1)
+                pipe.hgetall(ex_key)
+                raw_head, order, raw_exchanges = await pipe.execute()
+        if not raw_head:
+            return None
+        exchanges = {_text(k): v for k, v in raw_exchanges.items()}
+        return Session(
+            head=_head(raw_head),
+            exchanges=tuple(Exchange.from_json(exchanges[_text(i)]) for i in order if _text(i) in exchanges),
+        )
+
+    async def drop(self, key: SessionKey) -> None:
+        with redis_errors():
+            await self._redis.delete(*self._keys(key))
+
+
+def _head(raw: dict[Any, Any]) -> SessionHead:
+    fields = {_text(k): _text(v) for k, v in raw.items()}
+    return SessionHead(
+        last_question_at=int(fields.get("last_q", 0)),
+        tokens=int(fields.get("tokens", 0)),
+        summary=fields.get("summary", ""),
+    )
+
+
+class RedisCounters:
+    """Counters operators look at: dead letters per source topic."""
+
+    def __init__(self, client: aioredis.Redis, prefix: str) -> None:
+        self._redis = client
+        self._key = f"{prefix}:deadletters"
+
+    async def count_dead_letter(self, topic: str) -> None:
+        with redis_errors():
+            await self._redis.hincrby(self._key, topic, 1)
+
+    async def dead_letters(self) -> dict[str, int]:
+        with redis_errors():
+            raw = await self._redis.hgetall(self._key)
+        return {_text(k): int(v) for k, v in raw.items()}

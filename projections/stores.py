@@ -1,0 +1,75 @@
+"""The interfaces projection stores implement. Each has a contract test suite in tests/contracts/.
+
+Every write carries the log position of the event that caused it and is applied only if
+that position is newer than what the key already holds, so redelivery and replay are no-ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from projections.position import Position
+from projections.session import Exchange, Session, SessionChange, SessionHead
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    tenant: str
+    subject: str
+
+
+class Checkpoints(Protocol):
+    """The newest offset a projection has applied, per partition; read-your-writes waits on it."""
+
+    async def applied(self, topic: str, partition: int) -> int:
+        """The highest applied offset of a partition, -1 when none."""
+        ...
+
+    async def advance(self, position: Position) -> None:
+        """Record a position as applied without writing anything else (poison, no-op records)."""
+        ...
+
+
+class SessionStore(Checkpoints, Protocol):
+    """Subjects' sessions: whole exchanges, a head, and an expiry."""
+
+    async def load(self, key: SessionKey, exchange_id: str) -> tuple[SessionHead | None, Exchange | None]:
+        """The head of a session and one of its exchanges, as the pure rule needs them."""
+        ...
+
+    async def write(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
+        """Apply a change atomically with its position; False when that position was applied already."""
+        ...
+
+    async def read(self, key: SessionKey) -> Session | None:
+        """The whole session as one consistent snapshot, None when there is none."""
+        ...
+
+    async def drop(self, key: SessionKey) -> None: ...
+
+
+@dataclass(frozen=True)
+class ArchivedEvent:
+    """An event exactly as it was logged, kept with its position."""
+
+    position: Position
+    tenant: str
+    subject: str | None
+    thread: str
+    exchange_id: str | None
+    event_type: str
+    occurred_at: int
+    record: dict[str, Any]
+
+
+class ArchiveStore(Protocol):
+    """The originals of every thread, in log order per thread."""
+
+    async def append(self, events: list[ArchivedEvent]) -> int:
+        """Store events; those whose position is stored already are skipped. Returns how many were new."""
+        ...
+
+    async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]: ...
+
+    async def count(self, tenant: str) -> int: ...

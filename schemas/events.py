@@ -1,0 +1,292 @@
+"""memlog's events as typed values, and their mapping to and from Avro records.
+
+Pure: no I/O. The Avro schemas under avro/ are the contract; these classes mirror them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import unicodedata
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
+
+from memlog.errors import InvalidEvent
+
+Channel = Literal["v1", "v2", "askx"]
+CHANNELS: tuple[str, ...] = ("v1", "v2", "askx")
+SESSION_THREAD = "session"
+MAX_NAME_LENGTH = 200
+KEY_SEPARATOR = "\x1f"  # a control character, which names may not contain
+
+
+def now_ms() -> int:
+    return int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+
+
+def check_name(field_name: str, value: object) -> str:
+    """Tenant, subject and agent names: 1 to 200 printable characters."""
+    if not isinstance(value, str) or not value:
+        raise InvalidEvent(field_name, "must be a non-empty string")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidEvent(field_name, f"is {len(value)} characters; at most {MAX_NAME_LENGTH}")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+        raise InvalidEvent(field_name, "contains a control character")
+    return value
+
+
+def check_text(field_name: str, value: object, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidEvent(field_name, "must be a string")
+    if not value and not allow_empty:
+        raise InvalidEvent(field_name, "must not be empty")
+    return value
+
+
+def record_key(tenant: str, owner: str) -> bytes:
+    """Kafka record key: tenant + thread owner, so one subject's events share a partition."""
+    return f"{tenant}{KEY_SEPARATOR}{owner}".encode()
+
+
+@dataclass(frozen=True)
+class Envelope:
+    tenant: str
+    thread: str
+    producer: str
+    subject: str | None = None
+    agent: str | None = None
+    occurred_at: int = field(default_factory=now_ms)  # epoch milliseconds, set by the producer
+    event_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    idempotency_key: str | None = None
+    trace_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name("tenant", self.tenant)
+        if self.subject is not None:
+            check_name("subject", self.subject)
+        if self.agent is not None:
+            check_name("agent", self.agent)
+        check_name("thread", self.thread)
+        if not isinstance(self.occurred_at, int) or self.occurred_at < 0:
+            raise InvalidEvent("occurred_at", "must be a non-negative epoch-milliseconds integer")
+
+    @property
+    def owner(self) -> str:
+        """Who the thread belongs to: the subject of a session, else the agent, else the tenant."""
+        return self.subject or self.agent or ""
+
+
+@dataclass(frozen=True)
+class QuestionAsked:
+    TYPE: ClassVar[str] = "memlog.QuestionAsked"
+    envelope: Envelope
+    exchange_id: str
+    question: str
+    channel: str = "v2"
+
+    def __post_init__(self) -> None:
+        check_name("exchange_id", self.exchange_id)
+        check_text("question", self.question)
+        if self.channel not in CHANNELS:
+            raise InvalidEvent("channel", f"must be one of {', '.join(CHANNELS)}, not {self.channel!r}")
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    TYPE: ClassVar[str] = "memlog.ToolCalled"
+    envelope: Envelope
+    exchange_id: str
+    call_index: int
+    name: str
+    arguments: str  # JSON text
+    result: str  # JSON text
+    ok: bool = True
+    duration_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        check_name("exchange_id", self.exchange_id)
+        check_text("name", self.name)
+        if not isinstance(self.call_index, int) or self.call_index < 0:
+            raise InvalidEvent("call_index", "must be a non-negative integer")
+        for name in ("arguments", "result"):
+            try:
+                json.loads(getattr(self, name))
+            except (TypeError, ValueError) as exc:
+                raise InvalidEvent(name, f"must be JSON text: {exc}") from None
+
+
+@dataclass(frozen=True)
+class AnswerGiven:
+    TYPE: ClassVar[str] = "memlog.AnswerGiven"
+    envelope: Envelope
+    exchange_id: str
+    answer: str
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        check_name("exchange_id", self.exchange_id)
+        check_text("answer", self.answer, allow_empty=True)
+
+
+ThreadEvent = Union[QuestionAsked, ToolCalled, AnswerGiven]
+EVENT_TYPES: dict[str, type[QuestionAsked] | type[ToolCalled] | type[AnswerGiven]] = {
+    cls.TYPE: cls for cls in (QuestionAsked, ToolCalled, AnswerGiven)
+}
+
+
+def to_record(event: ThreadEvent, schema_version: int = 1) -> dict[str, Any]:
+    """The Avro record of an event."""
+    env = event.envelope
+    body = {name: value for name, value in event.__dict__.items() if name != "envelope"}
+    return {
+        "envelope": {
+            "event_id": env.event_id,
+            "event_type": event.TYPE,
+            "schema_version": schema_version,
+            "tenant": env.tenant,
+            "subject": env.subject,
+            "agent": env.agent,
+            "thread": env.thread,
+            "occurred_at": env.occurred_at,
+            "producer": env.producer,
+            "idempotency_key": env.idempotency_key,
+            "trace_id": env.trace_id,
+        },
+        **body,
+    }
+
+
+def _millis(value: Any) -> int:
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)
+
+
+def from_record(full_name: str, record: dict[str, Any]) -> ThreadEvent:
+    """The event of a decoded Avro record; validates it like a new one."""
+    cls = EVENT_TYPES.get(full_name)
+    if cls is None:
+        raise InvalidEvent("event_type", f"{full_name} is not a thread event")
+    raw_env = dict(record["envelope"])
+    envelope = Envelope(
+        tenant=raw_env["tenant"],
+        thread=raw_env["thread"],
+        producer=raw_env["producer"],
+        subject=raw_env.get("subject"),
+        agent=raw_env.get("agent"),
+        occurred_at=_millis(raw_env["occurred_at"]),
+        event_id=str(raw_env["event_id"]),
+        idempotency_key=raw_env.get("idempotency_key"),
+        trace_id=raw_env.get("trace_id"),
+    )
+    fields = {name: value for name, value in record.items() if name != "envelope" and name in cls.__dataclass_fields__}
+    return cls(envelope=envelope, **fields)
+
+
+def exchange_id_for(tenant: str, subject: str, idempotency_key: str | None) -> str:
+    """A retried exchange with the same idempotency key gets the same id, so the projection keeps it once."""
+    if idempotency_key is None:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlog:{tenant}{KEY_SEPARATOR}{subject}{KEY_SEPARATOR}{idempotency_key}"))
+
+
+def _json_text(field_name: str, value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(field_name, f"is not JSON-serialisable: {exc}") from None
+
+
+def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None = None) -> list[ThreadEvent]:
+    """Validate a whole exchange and turn it into its events, in order, sharing one exchange id.
+
+    The same function serves the HTTP API and the Python producer, so both refuse the same input.
+    """
+    if not isinstance(payload, dict):
+        raise InvalidEvent("body", "must be a JSON object")
+    known = {"tenant", "subject", "question", "tool_calls", "answer", "channel", "idempotency_key", "occurred_at",
+             "agent", "model", "trace_id", "exchange_id"}
+    unknown = sorted(set(payload) - known)
+    if unknown:
+        raise InvalidEvent(unknown[0], "is not a field of an exchange")
+    tenant = check_name("tenant", payload.get("tenant"))
+    subject = check_name("subject", payload.get("subject"))
+    question = check_text("question", payload.get("question"))
+    answer = payload.get("answer")
+    if answer is not None:
+        check_text("answer", answer, allow_empty=True)
+    key = payload.get("idempotency_key")
+    if key is not None:
+        check_name("idempotency_key", key)
+    occurred_at = payload.get("occurred_at", now if now is not None else now_ms())
+    if isinstance(occurred_at, bool) or not isinstance(occurred_at, int) or occurred_at < 0:
+        raise InvalidEvent("occurred_at", "must be epoch milliseconds (a non-negative integer)")
+    tool_calls = payload.get("tool_calls") or []
+    if not isinstance(tool_calls, list):
+        raise InvalidEvent("tool_calls", "must be a list")
+    exchange_id = payload.get("exchange_id") or exchange_id_for(tenant, subject, key)
+    envelope = Envelope(
+        tenant=tenant,
+        subject=subject,
+        agent=payload.get("agent"),
+        thread=SESSION_THREAD,
+        producer=producer,
+        occurred_at=occurred_at,
+        idempotency_key=key,
+        trace_id=payload.get("trace_id"),
+    )
+    events: list[ThreadEvent] = [
+        QuestionAsked(envelope, exchange_id, question, str(payload.get("channel") or "v2"))
+    ]
+    for index, call in enumerate(tool_calls):
+        where = f"tool_calls[{index}]"
+        if not isinstance(call, dict):
+            raise InvalidEvent(where, "must be an object")
+        extra = sorted(set(call) - {"name", "arguments", "result", "ok", "duration_ms"})
+        if extra:
+            raise InvalidEvent(f"{where}.{extra[0]}", "is not a field of a tool call")
+        ok = call.get("ok", True)
+        if not isinstance(ok, bool):
+            raise InvalidEvent(f"{where}.ok", "must be true or false")
+        duration = call.get("duration_ms")
+        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int) or duration < 0):
+            raise InvalidEvent(f"{where}.duration_ms", "must be a non-negative integer")
+        try:
+            events.append(
+                ToolCalled(
+                    envelope=_next(envelope),
+                    exchange_id=exchange_id,
+                    call_index=index,
+                    name=check_text(f"{where}.name", call.get("name")),
+                    arguments=_json_text(f"{where}.arguments", call.get("arguments", {})),
+                    result=_json_text(f"{where}.result", call.get("result")),
+                    ok=ok,
+                    duration_ms=duration,
+                )
+            )
+        except InvalidEvent as exc:
+            if exc.field.startswith(where):
+                raise
+            raise InvalidEvent(f"{where}.{exc.field}", exc.problem) from None
+    if answer is not None:
+        events.append(
+            AnswerGiven(_next(envelope), exchange_id, answer, model=payload.get("model"))
+        )
+    return events
+
+
+def _next(envelope: Envelope) -> Envelope:
+    """The envelope of the next event of the same exchange: same routing, a fresh event id."""
+    return Envelope(
+        tenant=envelope.tenant,
+        subject=envelope.subject,
+        agent=envelope.agent,
+        thread=envelope.thread,
+        producer=envelope.producer,
+        occurred_at=envelope.occurred_at,
+        idempotency_key=envelope.idempotency_key,
+        trace_id=envelope.trace_id,
+    )

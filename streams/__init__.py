@@ -1,0 +1,1 @@
+"""Kafka side of memlog: topics, producers, the Faust app and its agents."""

@@ -1,0 +1,25 @@
+"""The Faust App, and nothing else: agents live per area under streams/agents/."""
+
+from __future__ import annotations
+
+import faust
+
+from memlog.settings import Settings
+
+
+def create_app(settings: Settings) -> faust.App:
+    return faust.App(
+        settings.app_id,
+        broker=f"kafka://{settings.bootstrap}",
+        store="memory://",
+        web_enabled=False,
+        topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication,
+        topic_allow_declare=False,  # streams/topics.py creates topics with their size limits
+        consumer_auto_offset_reset="earliest",
+        broker_commit_every=100,
+        broker_commit_interval=1.0,
+        producer_acks=-1,
+        producer_max_request_size=settings.max_message_bytes,
+        stream_wait_empty=False,
+    )

@@ -1,0 +1,95 @@
+"""The producer backends import to record events straight onto Kafka (the HTTP API uses it too)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+from aiokafka.partitioner import DefaultPartitioner
+
+from memlog.errors import InvalidEvent, LogUnavailable
+from memlog.settings import Settings
+from projections.position import Position
+from schemas.codec import Codec
+from schemas.events import ThreadEvent, exchange_events, record_key, to_record
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    exchange_id: str
+    position: Position  # of the exchange's last event
+
+
+class EventProducer:
+    """Validates, encodes and produces memlog events.
+
+    Args:
+        settings: bootstrap servers, topic names and size limits come from here.
+        codec: encodes events (single-object encoding, or Confluent with a registry).
+        idempotence: Kafka's idempotent producer; off for brokers without it (Tansu).
+    """
+
+    def __init__(self, settings: Settings, codec: Codec, *, idempotence: bool = True) -> None:
+        self._settings = settings
+        self._codec = codec
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=settings.bootstrap,
+            acks="all",
+            enable_idempotence=idempotence,
+            max_request_size=settings.max_message_bytes,
+            max_batch_size=settings.max_message_bytes,
+            linger_ms=2,
+            request_timeout_ms=15000,
+        )
+        self._partitioner = DefaultPartitioner()
+
+    async def start(self) -> None:
+        try:
+            await self._producer.start()
+        except KafkaError as exc:
+            await self._producer.stop()
+            raise LogUnavailable(f"kafka at {self._settings.bootstrap}: {exc}") from exc
+
+    async def stop(self) -> None:
+        await self._producer.stop()
+
+    async def __aenter__(self) -> EventProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def record_exchange(self, payload: dict[str, Any]) -> Recorded:
+        """Record a whole exchange: question, tool calls and answer, in one batch on one partition."""
+        events = exchange_events(payload, producer=self._settings.producer_name)
+        position = await self.produce(events)
+        return Recorded(events[0].exchange_id, position)
+
+    async def produce(self, events: list[ThreadEvent]) -> Position:
+        """Produce events of one thread in order, atomically as one batch; returns the last one's position."""
+        if not events:
+            raise InvalidEvent("events", "nothing to produce")
+        first = events[0].envelope
+        key = record_key(first.tenant, first.owner)
+        if any(record_key(e.envelope.tenant, e.envelope.owner) != key for e in events):
+            raise InvalidEvent("events", "a batch must belong to one thread owner")
+        values = [self._codec.encode(e.TYPE, to_record(e)) for e in events]
+        topic = self._settings.threads_topic
+        try:
+            partitions = sorted(await self._producer.partitions_for(topic))
+            partition = self._partitioner(key, partitions, partitions)
+            batch = self._producer.create_batch()
+            for value in values:
+                if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
+                    raise InvalidEvent("events", f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes")
+            future = await self._producer.send_batch(batch, topic, partition=partition)
+            meta = await future
+        except KafkaError as exc:
+            raise LogUnavailable(f"kafka refused {topic}: {exc}") from exc
+        return Position("threads", meta.partition, meta.offset + len(values) - 1)

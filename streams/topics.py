@@ -1,0 +1,45 @@
+"""Creates memlog's topics with the configured partitions, replication and size limits."""
+
+from __future__ import annotations
+
+import logging
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+
+from memlog.errors import LogUnavailable
+from memlog.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def topic_configs(settings: Settings) -> dict[str, str]:
+    return {"max.message.bytes": str(settings.max_message_bytes)}
+
+
+async def ensure_topics(settings: Settings) -> list[str]:
+    """Create every missing topic; returns the names created. Existing topics are left as they are."""
+    wanted = [*settings.subject_topics, settings.deadletter_topic]
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, request_timeout_ms=15000)
+    created: list[str] = []
+    try:
+        await admin.start()
+        existing = set(await admin.list_topics())
+        missing = [name for name in wanted if name not in existing]
+        if missing:
+            try:
+                await admin.create_topics(
+                    [
+                        NewTopic(name, settings.partitions, settings.replication, topic_configs=topic_configs(settings))
+                        for name in missing
+                    ]
+                )
+            except TopicAlreadyExistsError:
+                pass  # another process created it meanwhile
+            created = missing
+            log.info("created topics %s with %d partitions", ", ".join(missing), settings.partitions)
+    except KafkaError as exc:
+        raise LogUnavailable(f"kafka at {settings.bootstrap}: {exc}") from exc
+    finally:
+        await admin.close()
+    return created

@@ -1,0 +1,91 @@
+"""`memlog worker`: the Faust worker that runs every projection agent."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import faust
+import redis.asyncio as aioredis
+
+from memlog.services import make_codec
+from memlog.settings import Settings
+from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from projections.redis_store import RedisCounters, RedisSessionStore
+from projections.tokens import TokenCounter, load_encoding
+from streams.agents.archive import ArchiveStep
+from streams.agents.sessions import SessionStep
+from streams.app import create_app
+from streams.projector import Projector
+from streams.topics import ensure_topics
+
+log = logging.getLogger(__name__)
+
+
+class FaustDeadLetters:
+    """The dead-letter topic, written through the app's producer; returns once the broker has it."""
+
+    def __init__(self, topic: Any) -> None:
+        self._topic = topic
+
+    async def send(self, key: bytes | None, value: bytes) -> None:
+        pending = await self._topic.send(key=key, value=value)
+        await pending
+
+
+def subscribe(app: faust.App, topic: Any, projector: Projector) -> None:
+    """One agent per projection; Faust acks a record when the loop moves past it, after the store write."""
+
+    async def project(stream: Any) -> None:
+        async for event in stream.events():
+            message = event.message
+            await projector.handle(message.partition, message.offset, message.key, message.value)
+
+    app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
+
+
+def build_worker(settings: Settings) -> faust.App:
+    """The app with its agents. Clients connect lazily, inside the worker's event loop."""
+    app = create_app(settings)
+    codec = make_codec(settings)
+    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
+    database = mongo_client(settings.mongo)[settings.mongo_db_name]
+    counters = RedisCounters(redis, settings.redis_prefix)
+    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
+    threads = app.topic(settings.threads_topic, **raw)
+    dead_letters = FaustDeadLetters(app.topic(settings.deadletter_topic, **raw))
+    sessions = RedisSessionStore(redis, settings.redis_prefix)
+    archive = MongoArchiveStore(database)
+    archive_checkpoints = MongoCheckpoints(database, "archive")
+    count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
+    common = {"topic": "threads", "source_topic": settings.threads_topic, "codec": codec,
+              "dead_letters": dead_letters, "counter": counters}
+    subscribe(app, threads, Projector(
+        name="sessions",
+        apply=SessionStep(sessions, ttl_ms=settings.chat_ttl_seconds * 1000, count_tokens=count_tokens),
+        checkpoints=sessions,
+        **common,
+    ))
+    subscribe(app, threads, Projector(
+        name="archive",
+        apply=ArchiveStep(archive, archive_checkpoints),
+        checkpoints=archive_checkpoints,
+        **common,
+    ))
+
+    @app.task
+    async def prepare() -> None:
+        await archive.prepare()
+
+    return app
+
+
+def run_worker(settings: Settings) -> None:
+    """Create missing topics, then run the worker until SIGTERM or Ctrl-C."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.run_until_complete(ensure_topics(settings))
+    app = build_worker(settings)
+    worker = faust.Worker(app, loop=loop, loglevel="INFO", quiet=True)
+    worker.execute_from_commandline()
