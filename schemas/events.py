@@ -159,9 +159,14 @@ def to_record(event: ThreadEvent, schema_version: int = 1) -> dict[str, Any]:
     }
 
 
-def _millis(value: Any) -> int:
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def millis(value: Any) -> int:
+    """Epoch milliseconds of a decoded timestamp-millis, exactly (float timestamps round)."""
     if isinstance(value, dt.datetime):
-        return int(value.timestamp() * 1000)
+        aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        return (aware - _EPOCH) // dt.timedelta(milliseconds=1)
     return int(value)
 
 
@@ -177,7 +182,7 @@ def from_record(full_name: str, record: dict[str, Any]) -> ThreadEvent:
         producer=raw_env["producer"],
         subject=raw_env.get("subject"),
         agent=raw_env.get("agent"),
-        occurred_at=_millis(raw_env["occurred_at"]),
+        occurred_at=millis(raw_env["occurred_at"]),
         event_id=str(raw_env["event_id"]),
         idempotency_key=raw_env.get("idempotency_key"),
         trace_id=raw_env.get("trace_id"),

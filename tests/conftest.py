@@ -1,0 +1,80 @@
+"""Test fixtures. The suite runs against the real local stack (Kafka, Redis, SecantusDB), which it
+starts when missing and stops afterwards; a service that cannot start fails the run, never skips it."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from memlog.localstack import LocalStack
+from memlog.services import Services, open_services
+from memlog.settings import Settings
+from projections.tokens import TokenCounter, load_encoding
+from streams.topics import ensure_topics
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def base_settings(**overrides: Any) -> Settings:
+    home = Path(os.environ.get("MEMLOG_HOME", ROOT / ".memlog-test"))
+    return Settings(home=home, **overrides)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Settings]:
+    settings = base_settings()
+    local = LocalStack(settings)
+    started = local.up()
+    try:
+        yield settings
+    finally:
+        local.down(started)
+
+
+def unique_settings(stack: Settings, **overrides: Any) -> Settings:
+    """Settings with topics, consumer group and store namespaces of their own (one per test)."""
+    tag = uuid.uuid4().hex[:10]
+    values: dict[str, Any] = {
+        "topic_prefix": f"test-{tag}",
+        "app_id": f"memlog-test-{tag}",
+        "namespace": f"t{tag}",
+        "mongo_database": "memlogtest",
+        "partitions": 6,
+    }
+    values.update(overrides)
+    return stack.model_copy(update=values)
+
+
+@pytest.fixture
+def settings(stack: Settings) -> Settings:
+    return unique_settings(stack)
+
+
+@pytest.fixture
+async def topics(settings: Settings) -> Settings:
+    await ensure_topics(settings)
+    return settings
+
+
+@pytest.fixture
+async def services(topics: Settings) -> AsyncIterator[Services]:
+    async with open_services(topics, producer=True) as opened:
+        yield opened
+        await opened.mongo.drop_database(topics.mongo_db_name)
+        await _drop_prefix(opened.redis, topics.redis_prefix)
+
+
+async def _drop_prefix(client: aioredis.Redis, prefix: str) -> None:
+    async for key in client.scan_iter(match=f"{prefix}:*", count=500):
+        await client.delete(key)
+
+
+@pytest.fixture(scope="session")
+def count_tokens() -> TokenCounter:
+    return TokenCounter(load_encoding("cl100k_base"))

@@ -1,0 +1,64 @@
+"""Hypothesis strategies for memlog's events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ToolCalled
+
+names = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
+texts = st.text(max_size=300).filter(lambda s: "\x00" not in s or True)
+json_values: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def envelopes(draw: st.DrawFn, tenant: str | None = None, subject: str | None = None, at: int | None = None) -> Envelope:
+    return Envelope(
+        tenant=tenant if tenant is not None else draw(names),
+        subject=subject if subject is not None else draw(st.none() | names),
+        agent=draw(st.none() | names),
+        thread="session",
+        producer=draw(names),
+        occurred_at=at if at is not None else draw(st.integers(0, 2**41)),
+        idempotency_key=draw(st.none() | names),
+        trace_id=draw(st.none() | names),
+    )
+
+
+@st.composite
+def thread_events(draw: st.DrawFn) -> ThreadEvent:
+    env = draw(envelopes())
+    exchange_id = draw(names)
+    kind = draw(st.sampled_from(["question", "tool", "answer"]))
+    if kind == "question":
+        return QuestionAsked(env, exchange_id, draw(texts.filter(bool)), draw(st.sampled_from(["v1", "v2", "askx"])))
+    if kind == "tool":
+        return ToolCalled(env, exchange_id, draw(st.integers(0, 50)), draw(names),
+                          json.dumps(draw(json_values)), json.dumps(draw(json_values)), draw(st.booleans()),
+                          draw(st.none() | st.integers(0, 2**40)))
+    return AnswerGiven(env, exchange_id, draw(texts), draw(st.none() | names),
+                       draw(st.none() | st.integers(0, 2**31)), draw(st.none() | st.integers(0, 2**31)))
+
+
+@st.composite
+def session_histories(draw: st.DrawFn, ttl_ms: int) -> list[ThreadEvent]:
+    """Events of one subject's session, in log order, with gaps that sometimes outlive the TTL."""
+    clock = draw(st.integers(10**12, 2 * 10**12))
+    events: list[ThreadEvent] = []
+    for number in range(draw(st.integers(1, 12))):
+        clock += draw(st.sampled_from([1000, 60_000, ttl_ms // 2, ttl_ms + 1]))
+        env = Envelope(tenant="t", subject="s", thread="session", producer="p", occurred_at=clock)
+        exchange_id = f"x{number}"
+        events.append(QuestionAsked(env, exchange_id, draw(texts.filter(bool))))
+        for index in range(draw(st.integers(0, 2))):
+            events.append(ToolCalled(env, exchange_id, index, "tool", "{}", json.dumps(draw(json_values))))
+        if draw(st.booleans()):
+            events.append(AnswerGiven(env, exchange_id, draw(texts)))
+    return events
