@@ -71,6 +71,7 @@ class Service:
         self.home = settings.home
         self.pid_file = self.home / "run" / f"{self.name}.pid"
         self.log_file = self.home / "logs" / f"{self.name}.log"
+        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def port(self) -> int:
@@ -120,6 +121,7 @@ class Service:
                 self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.home,
             )
+        self._process = process
         self.pid_file.write_text(str(process.pid))
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while not self.ready():
@@ -145,6 +147,9 @@ class Service:
             time.sleep(0.2)
         if _alive(pid):
             os.killpg(pid, signal.SIGKILL)
+        if self._process is not None:
+            self._process.wait()
+            self._process = None
         self.pid_file.unlink(missing_ok=True)
         log.info("%s stopped", self.name)
         return True
@@ -188,18 +193,12 @@ class Kafka(Service):
 
     def prepare(self) -> None:
         if not (self.libs / f"kafka_2.13-{self.settings.kafka_version}.jar").is_file():
-            mvn = shutil.which("mvn")
-            if mvn is None:
-                raise ServiceSetupError("mvn not found: Maven resolves Kafka's jars; install it (apt-get install maven)")
             log.info("resolving Apache Kafka %s from Maven Central into %s", self.settings.kafka_version, self.libs)
             staging = self.libs.with_name(self.libs.name + ".partial")
             shutil.rmtree(staging, ignore_errors=True)
-            subprocess.run(  # noqa: S603
-                [mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(DEPLOY / "kafka" / "pom.xml"),
-                 f"-Dmaven.repo.local={self.home / 'maven'}", f"-Dkafka.version={self.settings.kafka_version}",
-                 "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
-                check=True,
-            )
+            run_maven(["-f", str(DEPLOY / "kafka" / "pom.xml"), f"-Dmaven.repo.local={self.home / 'maven'}",
+                       f"-Dkafka.version={self.settings.kafka_version}", "dependency:copy-dependencies",
+                       f"-DoutputDirectory={staging}", "-DincludeScope=runtime"], self.log_file)
             staging.rename(self.libs)
         template = (DEPLOY / "kafka" / "server.properties.template").read_text()
         self.data.mkdir(parents=True, exist_ok=True)
@@ -292,6 +291,67 @@ class Mongo(Service):
                 "--storage-path", str(self.home / "mongo"), "--log-level", "WARNING"]
 
 
+class SchemaRegistry(Service):
+    """Apicurio Registry (in-memory storage) for the Confluent wire format; started only when asked for."""
+
+    name = "registry"
+    version = "3.0.9"
+
+    @property
+    def port(self) -> int:
+        return self.settings.local_registry_port
+
+    @property
+    def external(self) -> bool:
+        return self.settings.schema_registry_url is not None
+
+    @property
+    def folder(self) -> Path:
+        return self.home / "registry" / self.version
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
+
+    def prepare(self) -> None:
+        if (self.folder / f"apicurio-registry-app-{self.version}-runner.jar").is_file():
+            return
+        log.info("fetching Apicurio Registry %s from Maven Central into %s", self.version, self.folder)
+        staging = self.folder.with_name(self.folder.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        run_maven(["-f", str(DEPLOY / "registry" / "pom.xml"), f"-Dmaven.repo.local={self.home / 'maven'}",
+                   f"-Dapicurio.version={self.version}", f"-Doutput.dir={staging}", "package"], self.log_file)
+        staging.rename(self.folder)
+
+    def command(self) -> list[str]:
+        java = shutil.which("java")
+        if java is None:
+            raise ServiceSetupError("java not found: Apicurio Registry needs Java 17+")
+        return [java, "-Xmx256m", "-XX:+UseSerialGC", f"-Dquarkus.http.port={self.port}",
+                "-Dquarkus.http.host=127.0.0.1", f"-Dquarkus.management.port={self.port + 1}",
+                "-jar", str(self.folder / f"apicurio-registry-app-{self.version}-runner.jar")]
+
+    def ready(self) -> bool:
+        import httpx
+
+        try:
+            return httpx.get(f"{self.url()}/subjects", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+def run_maven(args: list[str], log_file: Path) -> None:
+    """Run Maven quietly, its output kept in the service's log; a failure names that log."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ServiceSetupError("mvn not found: Maven fetches the Java services from Maven Central; install it")
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as out:
+        result = subprocess.run([mvn, "-q", "-B", "-Dstyle.color=never", *args],  # noqa: S603
+                                stdout=out, stderr=subprocess.STDOUT, check=False)
+    if result.returncode != 0:
+        raise ServiceSetupError(f"maven failed ({result.returncode}); see {log_file}")
+
+
 def install_redis() -> None:
     """Debian's redis-server, when we may install it; otherwise say how."""
     apt = shutil.which("apt-get")
@@ -337,6 +397,8 @@ class LocalStack:
     def __init__(self, settings: Settings) -> None:
         broker: Service = Tansu(settings) if settings.local_broker == "tansu" else Kafka(settings)
         self.services: list[Service] = [broker, Redis(settings), Mongo(settings)]
+        if settings.local_registry:
+            self.services.append(SchemaRegistry(settings))
 
     def up(self) -> list[str]:
         """Start what is missing; returns the names of the services this call started."""

@@ -73,3 +73,4 @@ async def open_services(settings: Settings, *, producer: bool = False) -> AsyncI
             await services._producer.stop()
         await redis.aclose()
         await mongo.close()
+        codec.close()

@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     local_redis_port: int = LOCAL_REDIS_PORT
     local_mongo_port: int = LOCAL_MONGO_PORT
     kafka_heap: str = "768m"
+    local_registry: bool = Field(default=False, description="Also run Apicurio Registry in `memlog dev up`.")
+    local_registry_port: int = 8081
 
     # --- topics ---
     topic_prefix: str = Field(default="memlog", description="Topics are <prefix>.threads, <prefix>.facts, ...")
@@ -45,6 +47,8 @@ class Settings(BaseSettings):
     app_id: str = Field(default="memlog", description="Faust app id, also the consumer group prefix.")
     namespace: str = Field(default="live", description="Redis key prefix and MongoDB database suffix of projections.")
     mongo_database: str = "memlog"
+    batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
+    batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
     chat_ttl_seconds: int = Field(default=86_400, ge=1, description="Session lifetime after the last question (000).")
     tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")

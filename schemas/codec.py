@@ -30,6 +30,8 @@ class SchemaRegistry(Protocol):
 
     def schema_by_id(self, schema_id: int) -> str: ...
 
+    def close(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class Decoded:
@@ -88,6 +90,10 @@ class Codec:
         if not isinstance(record, dict):
             raise DecodeError(f"{writer.full_name} body is not a record")
         return Decoded(reader.full_name, reader.version, record)
+
+    def close(self) -> None:
+        if self.registry is not None:
+            self.registry.close()
 
     def _registered_id(self, writer: SchemaVersion) -> int:
         cached = self._ids.get(writer.full_name)

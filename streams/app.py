@@ -8,10 +8,13 @@ from memlog.settings import Settings
 
 
 def create_app(settings: Settings) -> faust.App:
+    datadir = settings.home / "faust" / settings.app_id  # Faust writes here even with memory://
+    datadir.mkdir(parents=True, exist_ok=True)
     return faust.App(
         settings.app_id,
         broker=f"kafka://{settings.bootstrap}",
         store="memory://",
+        datadir=str(datadir),
         web_enabled=False,
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication,

@@ -1,8 +1,8 @@
-"""What every projection agent does with one record: decode, validate, apply, or dead-letter it.
+"""What every projection agent does with a batch of records: decode, validate, apply, or dead-letter.
 
 Decoding and validation failures are poison: the record goes to the dead-letter topic with the
 error and its source position, the checkpoint moves on, and a counter shows it. Store outages are
-not poison: the record is retried with backoff and its offset is not committed until it lands.
+not poison: the batch is retried with backoff and its offsets are not committed until it lands.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, StoreUnavailable
@@ -33,18 +34,34 @@ class DeadLetterCounter(Protocol):
     async def count_dead_letter(self, topic: str) -> None: ...
 
 
-Apply = Callable[[ThreadEvent, Position], Awaitable[None]]
+@dataclass(frozen=True)
+class Record:
+    """A Kafka record as an agent hands it over."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+Positioned = tuple[ThreadEvent, Position]
+
+
+class Step(Protocol):
+    """A projection's work for valid events, in log order; idempotent by position."""
+
+    async def __call__(self, events: Sequence[Positioned]) -> None: ...
 
 
 class Projector:
-    """Runs one projection's rule on the records of one topic.
+    """Runs one projection's step on the records of one topic.
 
     Args:
         name: the projection, named in dead letters and logs.
         topic: short topic name (threads, facts, ...) used in positions.
         source_topic: the full Kafka topic name.
         codec: decodes records.
-        apply: the projection's step for one valid event.
+        step: the projection's work for a run of valid events.
         checkpoints: where poison records still advance the applied position.
         dead_letters: the dead-letter topic.
         counter: counts dead letters.
@@ -57,7 +74,7 @@ class Projector:
         topic: str,
         source_topic: str,
         codec: Codec,
-        apply: Apply,
+        step: Step,
         checkpoints: Checkpoints,
         dead_letters: DeadLetterSink,
         counter: DeadLetterCounter,
@@ -66,36 +83,63 @@ class Projector:
         self.topic = topic
         self.source_topic = source_topic
         self._codec = codec
-        self._apply = apply
+        self._step = step
         self._checkpoints = checkpoints
         self._dead_letters = dead_letters
         self._counter = counter
         self.applied = 0
         self.dead = 0
 
-    async def handle(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
-        position = Position(self.topic, partition, offset)
-        try:
-            decoded = self._codec.decode(value)
-            event = from_record(decoded.full_name, decoded.record)
-        except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
-            await self._retrying(lambda: self._dead_letter(position, key, value, exc))
-            return
-        await self._retrying(lambda: self._apply(event, position))
-        self.applied += 1
+    async def handle(self, records: Sequence[Record]) -> None:
+        """Apply a batch in log order; poison records are dead-lettered where they stand."""
+        run: list[Positioned] = []
+        for record in records:
+            position = Position(self.topic, record.partition, record.offset)
+            try:
+                decoded = self._codec.decode(record.value)
+                run.append((from_record(decoded.full_name, decoded.record), position))
+            except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
+                await self._apply(run)
+                run = []
+                await self._retrying(lambda: self._dead_letter(position, record, exc))
+        await self._apply(run)
 
-    async def _dead_letter(self, position: Position, key: bytes | None, value: bytes | None, error: Exception) -> None:
-        record = {
+    async def _apply(self, run: list[Positioned]) -> None:
+        if not run:
+            return
+        try:
+            await self._retrying(lambda: self._step(run))
+            self.applied += len(run)
+        except Exception:
+            if len(run) == 1:
+                raise
+            # Find the record that fails, one at a time; the others still land.
+            for item in run:
+                await self._apply_one(item)
+
+    async def _apply_one(self, item: Positioned) -> None:
+        event, position = item
+        try:
+            await self._retrying(lambda: self._step([item]))
+            self.applied += 1
+        except Exception as exc:
+            # Faust acks a record whose handler raised, so it would be lost; keep it in the dead-letter topic.
+            log.exception("%s: applying %s failed", self.name, position.token())
+            record = Record(position.partition, position.offset, None, None)
+            await self._retrying(lambda: self._dead_letter(position, record, exc, event.TYPE))
+
+    async def _dead_letter(self, position: Position, record: Record, error: Exception, kind: str = "") -> None:
+        letter = {
             "source_topic": self.source_topic,
             "source_partition": position.partition,
             "source_offset": position.offset,
-            "key": key,
-            "value": value,
-            "error": f"{type(error).__name__}: {error}",
+            "key": record.key,
+            "value": record.value,
+            "error": f"{type(error).__name__}: {error}" + (f" (applying {kind})" if kind else ""),
             "consumer": self.name,
             "failed_at": now_ms(),
         }
-        await self._dead_letters.send(key, self._codec.encode("memlog.DeadLetter", record))
+        await self._dead_letters.send(record.key, self._codec.encode("memlog.DeadLetter", letter))
         await self._counter.count_dead_letter(self.source_topic)
         await self._checkpoints.advance(position)
         self.dead += 1
@@ -110,7 +154,7 @@ class Projector:
                 await step()
                 return
             except (StoreUnavailable, LogUnavailable) as exc:
-                log.warning("%s: store unavailable for %.0fs, retrying in %.1fs: %s", self.name,
+                log.warning("%s: unavailable for %.0fs, retrying in %.1fs: %s", self.name,
                             time.monotonic() - started, delay, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)

@@ -17,7 +17,7 @@ from projections.tokens import TokenCounter, load_encoding
 from streams.agents.archive import ArchiveStep
 from streams.agents.sessions import SessionStep
 from streams.app import create_app
-from streams.projector import Projector
+from streams.projector import Projector, Record
 from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -34,13 +34,14 @@ class FaustDeadLetters:
         await pending
 
 
-def subscribe(app: faust.App, topic: Any, projector: Projector) -> None:
-    """One agent per projection; Faust acks a record when the loop moves past it, after the store write."""
+def subscribe(app: faust.App, topic: Any, projector: Projector, settings: Settings) -> None:
+    """One agent per projection. Faust acks a batch when the loop asks for the next one, after the store write."""
 
     async def project(stream: Any) -> None:
-        async for event in stream.events():
-            message = event.message
-            await projector.handle(message.partition, message.offset, message.key, message.value)
+        async for events in stream.take_events(settings.batch_size, within=settings.batch_seconds):
+            await projector.handle([
+                Record(e.message.partition, e.message.offset, e.message.key, e.message.value) for e in events
+            ])
 
     app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
 
@@ -63,16 +64,16 @@ def build_worker(settings: Settings) -> faust.App:
               "dead_letters": dead_letters, "counter": counters}
     subscribe(app, threads, Projector(
         name="sessions",
-        apply=SessionStep(sessions, ttl_ms=settings.chat_ttl_seconds * 1000, count_tokens=count_tokens),
+        step=SessionStep(sessions, ttl_ms=settings.chat_ttl_seconds * 1000, count_tokens=count_tokens),
         checkpoints=sessions,
         **common,
-    ))
+    ), settings)
     subscribe(app, threads, Projector(
         name="archive",
-        apply=ArchiveStep(archive, archive_checkpoints),
+        step=ArchiveStep(archive, archive_checkpoints),
         checkpoints=archive_checkpoints,
         **common,
-    ))
+    ), settings)
 
     @app.task
     async def prepare() -> None:

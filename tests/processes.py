@@ -63,6 +63,7 @@ class MemlogProcess:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        self._log.close()
 
     def stop(self) -> None:
         if self.process.poll() is None:

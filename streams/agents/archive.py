@@ -1,10 +1,13 @@
-"""The archive projection: every thread event kept in MongoDB as it was logged."""
+"""The archive projection: every thread event kept in MongoDB as it was logged, written in bulk."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from projections.position import Position
 from projections.stores import ArchivedEvent, ArchiveStore, Checkpoints
-from schemas.events import ThreadEvent, to_record
+from schemas.events import to_record
+from streams.projector import Positioned
 
 
 class ArchiveStep:
@@ -12,20 +15,24 @@ class ArchiveStep:
         self._store = store
         self._checkpoints = checkpoints
 
-    async def __call__(self, event: ThreadEvent, position: Position) -> None:
-        env = event.envelope
+    async def __call__(self, events: Sequence[Positioned]) -> None:
         await self._store.append(
             [
                 ArchivedEvent(
                     position=position,
-                    tenant=env.tenant,
-                    subject=env.subject,
-                    thread=env.thread,
+                    tenant=event.envelope.tenant,
+                    subject=event.envelope.subject,
+                    thread=event.envelope.thread,
                     exchange_id=event.exchange_id,
                     event_type=event.TYPE,
-                    occurred_at=env.occurred_at,
+                    occurred_at=event.envelope.occurred_at,
                     record=to_record(event),
                 )
+                for event, position in events
             ]
         )
-        await self._checkpoints.advance(position)
+        newest: dict[int, Position] = {}
+        for _, position in events:
+            newest[position.partition] = max(newest.get(position.partition, position), position)
+        for position in newest.values():
+            await self._checkpoints.advance(position)

@@ -1,0 +1,63 @@
+# memlog's one command surface, for people and CI. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export MEMLOG_HOME ?= $(HOME)/.memlog
+
+.DEFAULT_GOAL := help
+
+.PHONY: help install up down status test test-fast lint format typecheck compose-check bench fixtures clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install memlog with its dev tools
+
+up: $(STAMP) ## run memlog: local Kafka, Redis and SecantusDB where none is configured, the worker and the API
+	$(BIN)/memlog up
+
+down: $(STAMP) ## stop the local services memlog started
+	$(BIN)/memlog dev down
+
+status: $(STAMP) ## show the local services
+	$(BIN)/memlog dev status
+
+lint: $(STAMP) ## ruff (lint and format check)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP) ## apply ruff's formatting and fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: $(STAMP) ## mypy strict on the source
+	$(BIN)/mypy
+
+compose-check: ## validate docker-compose.yml offline (Debian's docker-compose)
+	@command -v docker-compose >/dev/null || { echo "installing docker-compose (Debian)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get -qq update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends docker-compose >/dev/null; }
+	docker-compose -f docker-compose.yml config -q
+
+test: lint typecheck compose-check ## lint, type-check, then the whole suite on the real local stack
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/pytest
+
+test-fast: $(STAMP) ## the suite without the slow crash-recovery scenario
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/pytest -m "not slow"
+
+bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the local stack
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.projection
+
+fixtures: $(STAMP) ## write Avro fixtures for new schema versions (never overwrites)
+	$(BIN)/python -m tests.fixtures.make_avro_fixtures
+
+clean: ## remove the virtual environment and caches (not memlog's data)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
