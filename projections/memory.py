@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from projections.position import Position
-from projections.session import Exchange, Session, SessionChange, SessionHead
-from projections.stores import ArchivedEvent, SessionKey
+from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionKey, SessionWrite
+from projections.stores import ArchivedEvent
 
 
 class _MemoryCheckpoints:
@@ -38,17 +38,32 @@ class MemorySessionStore(_MemoryCheckpoints):
             return False
         return True
 
-    async def load(self, key: SessionKey, exchange_id: str) -> tuple[SessionHead | None, Exchange | None]:
-        if not self._alive(key):
-            return None, None
-        return self._heads[key][0], self._exchanges[key].get(exchange_id)
+    async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
+        loaded = {}
+        for key, exchange_id in wanted:
+            if self._alive(key):
+                loaded[(key, exchange_id)] = (self._heads[key][0], self._exchanges[key].get(exchange_id))
+            else:
+                loaded[(key, exchange_id)] = (None, None)
+        return loaded
 
-    async def write(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
+    async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
         self.now_ms = max(self.now_ms, now_ms)
+        results = []
+        for write in writes:
+            if write.key is None or write.change is None:
+                await self.advance(write.position)
+                results.append(True)
+            else:
+                results.append(self._write_one(write.key, write.change, write.position, now_ms))
+        return results
+
+    def _write_one(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
         alive = self._alive(key)
         if alive and self._heads[key][1] >= position.offset:
             return False
-        await self.advance(position)
+        self._applied[(position.topic, position.partition)] = max(
+            self._applied.get((position.topic, position.partition), -1), position.offset)
         if change.expires_at <= now_ms:
             return True
         if change.reset or not alive:

@@ -11,8 +11,7 @@ from redis.exceptions import RedisError
 
 from memlog.errors import StoreUnavailable
 from projections.position import Position
-from projections.session import Exchange, Session, SessionChange, SessionHead
-from projections.stores import SessionKey
+from projections.session import Exchange, Loaded, Session, SessionHead, SessionKey, SessionWrite
 
 # KEYS: head, exchanges (hash id -> JSON), order (list of ids), checkpoints
 # ARGV: partition, offset, exchange id, exchange JSON, token delta, last question ms, expires-at ms, now ms, reset
@@ -101,31 +100,42 @@ class RedisSessionStore:
         with redis_errors():
             await self._advance(keys=[self._checkpoints(position.topic)], args=[position.partition, position.offset])
 
-    async def load(self, key: SessionKey, exchange_id: str) -> tuple[SessionHead | None, Exchange | None]:
-        head_key, ex_key, _ = self._keys(key)
+    async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
+        keys = sorted({key for key, _ in wanted}, key=lambda k: (k.tenant, k.subject))
         with redis_errors():
             async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.hgetall(head_key)
-                pipe.hget(ex_key, exchange_id)
-                raw_head, raw_exchange = await pipe.execute()
-        head = _head(raw_head) if raw_head else None
-        return head, (Exchange.from_json(raw_exchange) if raw_exchange else None)
+                for key in keys:
+                    pipe.hgetall(self._keys(key)[0])
+                for key, exchange_id in wanted:
+                    pipe.hget(self._keys(key)[1], exchange_id)
+                replies = await pipe.execute()
+        heads = {key: (_head(raw) if raw else None) for key, raw in zip(keys, replies[: len(keys)], strict=True)}
+        return {
+            (key, exchange_id): (heads[key], Exchange.from_json(raw) if raw else None)
+            for (key, exchange_id), raw in zip(wanted, replies[len(keys):], strict=True)
+        }
 
-    async def write(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
-        keys = [*self._keys(key), self._checkpoints(position.topic)]
-        args = [
-            position.partition,
-            position.offset,
-            change.exchange.exchange_id,
-            change.exchange.to_json(),
-            change.token_delta,
-            change.last_question_at,
-            change.expires_at,
-            now_ms,
-            "1" if change.reset else "0",
-        ]
+    async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
+        if not writes:
+            return []
         with redis_errors():
-            return bool(await self._write(keys=keys, args=args))
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for write in writes:
+                    position = write.position
+                    checkpoints = self._checkpoints(position.topic)
+                    if write.key is None or write.change is None:
+                        await self._advance(keys=[checkpoints], args=[position.partition, position.offset],
+                                            client=pipe)
+                        continue
+                    change = write.change
+                    await self._write(
+                        keys=[*self._keys(write.key), checkpoints],
+                        args=[position.partition, position.offset, change.exchange.exchange_id,
+                              change.exchange.to_json(), change.token_delta, change.last_question_at,
+                              change.expires_at, now_ms, "1" if change.reset else "0"],
+                        client=pipe,
+                    )
+                return [bool(reply) for reply in await pipe.execute()]
 
     async def read(self, key: SessionKey) -> Session | None:
         head_key, ex_key, order_key = self._keys(key)

@@ -6,13 +6,20 @@ No I/O here. The agent loads what the rule needs, calls it, and hands the result
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from schemas.events import AnswerGiven, QuestionAsked, ThreadEvent, ToolCalled
+from projections.position import Position
+from schemas.events import SESSION_THREAD, AnswerGiven, QuestionAsked, ThreadEvent, ToolCalled
 
 TokenCounter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    tenant: str
+    subject: str
 
 
 @dataclass(frozen=True)
@@ -188,3 +195,69 @@ def fold_session(events: list[ThreadEvent], *, ttl_ms: int, now_ms: int, count_t
         exchanges[change.exchange.exchange_id] = change.exchange
         head = replace(head, tokens=head.tokens + change.token_delta, last_question_at=change.last_question_at)
     return Session(head, tuple(exchanges.values()))
+
+
+Loaded = Mapping[tuple[SessionKey, str], tuple[SessionHead | None, Exchange | None]]
+
+
+@dataclass(frozen=True)
+class SessionWrite:
+    """One planned store write. Without a change it only records the position as applied."""
+
+    position: Position
+    key: SessionKey | None = None
+    change: SessionChange | None = None
+
+
+def session_key(event: ThreadEvent) -> SessionKey | None:
+    """The subject's session an event belongs to; None for public and automation threads."""
+    env = event.envelope
+    if env.thread != SESSION_THREAD or env.subject is None:
+        return None
+    return SessionKey(env.tenant, env.subject)
+
+
+def plan_batch(
+    events: Sequence[tuple[ThreadEvent, Position]],
+    loaded: Loaded,
+    *,
+    ttl_ms: int,
+    now_ms: int,
+    count_tokens: TokenCounter,
+) -> list[SessionWrite]:
+    """The writes for a run of events, given the state loaded before it.
+
+    Later events of the same session see the effect of earlier ones, exactly as the store will
+    hold it, so a whole batch is loaded in one round trip and written in another.
+    """
+    heads: dict[SessionKey, SessionHead | None] = {}
+    exchanges: dict[tuple[SessionKey, str], Exchange | None] = {}
+    for (key, exchange_id), (head, exchange) in loaded.items():
+        heads.setdefault(key, head)
+        exchanges[(key, exchange_id)] = exchange
+    writes: list[SessionWrite] = []
+    for event, position in events:
+        key = session_key(event)
+        if key is None:
+            writes.append(SessionWrite(position))
+            continue
+        head = heads.get(key)
+        change = apply_event(head, exchanges.get((key, event.exchange_id)), event, ttl_ms=ttl_ms,
+                             count_tokens=count_tokens)
+        if change is None:
+            writes.append(SessionWrite(position))
+            continue
+        writes.append(SessionWrite(position, key, change))
+        if change.expires_at <= now_ms:
+            continue  # the store will not write it
+        if change.reset:
+            head = None
+            for cached in [k for k in exchanges if k[0] == key]:
+                exchanges[cached] = None
+        heads[key] = SessionHead(
+            last_question_at=change.last_question_at,
+            tokens=(head.tokens if head else 0) + change.token_delta,
+            summary=head.summary if head else "",
+        )
+        exchanges[(key, event.exchange_id)] = change.exchange
+    return writes

@@ -10,13 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from projections.position import Position
-from projections.session import Exchange, Session, SessionChange, SessionHead
+from projections.session import Loaded, Session, SessionKey, SessionWrite
 
-
-@dataclass(frozen=True)
-class SessionKey:
-    tenant: str
-    subject: str
+__all__ = ["ArchiveStore", "ArchivedEvent", "Checkpoints", "SessionKey", "SessionStore"]
 
 
 class Checkpoints(Protocol):
@@ -34,12 +30,15 @@ class Checkpoints(Protocol):
 class SessionStore(Checkpoints, Protocol):
     """Subjects' sessions: whole exchanges, a head, and an expiry."""
 
-    async def load(self, key: SessionKey, exchange_id: str) -> tuple[SessionHead | None, Exchange | None]:
-        """The head of a session and one of its exchanges, as the pure rule needs them."""
+    async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
+        """Heads of sessions and some of their exchanges, as the pure rule needs them (one round trip)."""
         ...
 
-    async def write(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
-        """Apply a change atomically with its position; False when that position was applied already."""
+    async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
+        """Apply each write atomically with its position, in order; False where that position was applied already.
+
+        A change that expired by `now_ms` is not written, but its position still counts as applied.
+        """
         ...
 
     async def read(self, key: SessionKey) -> Session | None:

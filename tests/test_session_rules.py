@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from projections.memory import MemorySessionStore
 from projections.position import Position
-from projections.session import Session, apply_event, fold_session
+from projections.session import Session, apply_event, fold_session, plan_batch
 from projections.stores import SessionKey
 from projections.tokens import TokenCounter
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ToolCalled, exchange_events
@@ -103,17 +103,14 @@ def test_tool_calls_are_kept_in_call_order_whatever_the_arrival_order(count_toke
 
 
 async def _apply_all(store: MemorySessionStore, events: list[ThreadEvent], now: int, count: TokenCounter,
-                     offsets: list[int]) -> None:
-    key = SessionKey("t", "s")
-    for offset in offsets:
-        event = events[offset]
-        head, exchange = await store.load(key, event.exchange_id)
-        change = apply_event(head, exchange, event, ttl_ms=TTL, count_tokens=count)
-        position = Position("threads", 0, offset)
-        if change is None:
-            await store.advance(position)
-        else:
-            await store.write(key, change, position, now)
+                     offsets: list[int], batch: int) -> None:
+    """What the session agent does: load a batch's state, plan it purely, write it."""
+    positioned = [(events[offset], Position("threads", 0, offset)) for offset in offsets]
+    for start in range(0, len(positioned), batch):
+        run = positioned[start:start + batch]
+        wanted = list(dict.fromkeys((SessionKey("t", "s"), event.exchange_id) for event, _ in run))
+        loaded = await store.load(wanted)
+        await store.write(plan_batch(run, loaded, ttl_ms=TTL, now_ms=now, count_tokens=count), now)
 
 
 def _same(a: Session | None, b: Session) -> bool:
@@ -124,7 +121,7 @@ def _same(a: Session | None, b: Session) -> bool:
 
 @given(session_histories(TTL), st.data())
 @settings(max_examples=150, deadline=None)
-async def test_applying_through_a_store_with_redelivery_equals_the_pure_fold(
+async def test_batched_application_with_redelivery_equals_the_pure_fold(
     events: list[ThreadEvent], data: st.DataObject
 ) -> None:
     count: TokenCounter = lambda text: len(text)  # noqa: E731 - the rule only needs a pure counter
@@ -136,7 +133,7 @@ async def test_applying_through_a_store_with_redelivery_equals_the_pure_fold(
     offsets = list(range(crash_at)) + list(range(resume_from, len(events)))
     store = MemorySessionStore()
     store.now_ms = now
-    await _apply_all(store, events, now, count, offsets)
+    await _apply_all(store, events, now, count, offsets, data.draw(st.integers(1, 8)))
     assert _same(await store.read(SessionKey("t", "s")), expected)
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from projections.session import TokenCounter, apply_event
-from projections.stores import SessionKey, SessionStore
-from schemas.events import SESSION_THREAD, now_ms
+from projections.session import TokenCounter, plan_batch, session_key
+from projections.stores import SessionStore
+from schemas.events import now_ms
 from streams.projector import Positioned
 
 
 class SessionStep:
-    """For each event: load what the rule needs, run the rule, write the change with its position."""
+    """Load what the rule needs for a batch (one round trip), plan it purely, write it (one round trip)."""
 
     def __init__(self, store: SessionStore, *, ttl_ms: int, count_tokens: TokenCounter) -> None:
         self._store = store
@@ -19,15 +19,10 @@ class SessionStep:
         self._count_tokens = count_tokens
 
     async def __call__(self, events: Sequence[Positioned]) -> None:
-        for event, position in events:
-            env = event.envelope
-            if env.thread != SESSION_THREAD or env.subject is None:
-                await self._store.advance(position)  # public and automation threads have projections of their own
-                continue
-            key = SessionKey(env.tenant, env.subject)
-            head, exchange = await self._store.load(key, event.exchange_id)
-            change = apply_event(head, exchange, event, ttl_ms=self._ttl_ms, count_tokens=self._count_tokens)
-            if change is None:
-                await self._store.advance(position)
-            else:
-                await self._store.write(key, change, position, now_ms())
+        wanted = list(dict.fromkeys(
+            (key, event.exchange_id) for event, _ in events if (key := session_key(event)) is not None
+        ))
+        loaded = await self._store.load(wanted) if wanted else {}
+        now = now_ms()
+        writes = plan_batch(events, loaded, ttl_ms=self._ttl_ms, now_ms=now, count_tokens=self._count_tokens)
+        await self._store.write(writes, now)

@@ -11,7 +11,7 @@ from memlog.settings import Settings
 from projections.memory import MemorySessionStore
 from projections.position import Position
 from projections.redis_store import RedisSessionStore
-from projections.session import Exchange, SessionChange, SessionHead, apply_event
+from projections.session import Exchange, SessionChange, SessionHead, SessionWrite, apply_event
 from projections.stores import SessionKey, SessionStore
 from projections.tokens import TokenCounter
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
@@ -33,10 +33,12 @@ class SessionStoreContract:
 
     async def _apply(self, store: SessionStore, event: ThreadEvent, offset: int, now: int,
                      count: TokenCounter, key: SessionKey = KEY, partition: int = 0) -> bool:
-        head, exchange = await store.load(key, event.exchange_id)
+        loaded = await store.load([(key, event.exchange_id)])
+        head, exchange = loaded[(key, event.exchange_id)]
         change = apply_event(head, exchange, event, ttl_ms=TTL, count_tokens=count)
         assert change is not None
-        return await store.write(key, change, Position("threads", partition, offset), now)
+        (applied,) = await store.write([SessionWrite(Position("threads", partition, offset), key, change)], now)
+        return applied
 
     async def test_a_written_exchange_reads_back_whole(self, store: SessionStore, clock: int,
                                                        count_tokens: TokenCounter) -> None:
@@ -54,10 +56,18 @@ class SessionStoreContract:
         question = QuestionAsked(_env(clock), "x1", "where?")
         assert await self._apply(store, question, 5, clock, count_tokens)
         change = SessionChange(Exchange("x2", "other"), True, False, 7, clock, clock + TTL)
-        assert not await store.write(KEY, change, Position("threads", 0, 5), clock)
-        assert not await store.write(KEY, change, Position("threads", 0, 4), clock)
+        again = [SessionWrite(Position("threads", 0, 5), KEY, change), SessionWrite(Position("threads", 0, 4), KEY, change)]
+        assert await store.write(again, clock) == [False, False]
         session = await store.read(KEY)
         assert session is not None and [e.exchange_id for e in session.exchanges] == ["x1"]
+
+    async def test_a_write_without_a_change_only_advances_the_checkpoint(self, store: SessionStore, clock: int) -> None:
+        assert await store.write([SessionWrite(Position("threads", 1, 7))], clock) == [True]
+        assert await store.applied("threads", 1) == 7
+        assert await store.read(KEY) is None
+
+    async def test_loading_a_missing_session_gives_nothing(self, store: SessionStore) -> None:
+        assert await store.load([(KEY, "x1"), (KEY, "x2")]) == {(KEY, "x1"): (None, None), (KEY, "x2"): (None, None)}
 
     async def test_checkpoints_only_move_forward(self, store: SessionStore) -> None:
         assert await store.applied("threads", 3) == -1
@@ -99,10 +109,12 @@ class SessionStoreContract:
         assert [e.question for e in theirs.exchanges] == ["theirs"]
 
     async def test_a_reset_change_starts_the_session_afresh(self, store: SessionStore, clock: int) -> None:
-        await store.write(KEY, SessionChange(Exchange("x1", "old", tokens=3), True, False, 3, clock, clock + TTL),
-                          Position("threads", 0, 0), clock)
-        await store.write(KEY, SessionChange(Exchange("x2", "new", tokens=2), True, True, 2, clock, clock + TTL),
-                          Position("threads", 0, 1), clock)
+        await store.write([
+            SessionWrite(Position("threads", 0, 0), KEY,
+                         SessionChange(Exchange("x1", "old", tokens=3), True, False, 3, clock, clock + TTL)),
+            SessionWrite(Position("threads", 0, 1), KEY,
+                         SessionChange(Exchange("x2", "new", tokens=2), True, True, 2, clock, clock + TTL)),
+        ], clock)
         session = await store.read(KEY)
         assert session is not None
         assert [e.exchange_id for e in session.exchanges] == ["x2"]

@@ -1,0 +1,177 @@
+"""Benchmark: memlog's projections against the raw floor, on one local stack in one run.
+
+Prints, side by side and as ratios:
+- raw aiokafka consume rate of the threads topic vs the worker's session projection rate
+  (events applied to Redis per second, the archive agent running beside it as deployed);
+- a raw Redis GET of a session-sized value vs a context read (store, and over HTTP);
+- a raw MongoDB find vs an archive read.
+No assertions: the machines are shared and noisy, so the numbers are for reading, not gating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+import redis.asyncio as aioredis
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from memlog.localstack import LocalStack
+from memlog.services import open_services
+from memlog.settings import Settings
+from projections.mongo_store import mongo_client
+from projections.stores import SessionKey
+from schemas.events import exchange_events
+from streams.topics import ensure_topics
+from tests.conftest import base_settings, unique_settings
+from tests.processes import free_port, start_api, start_worker
+
+EXCHANGES = 4000
+SUBJECTS = 200
+READS = 500
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+
+
+async def produce(settings: Settings) -> int:
+    events = 0
+    async with open_services(settings, producer=True) as services:
+        for number in range(EXCHANGES):
+            payload = {"tenant": "bench", "subject": f"player-{number % SUBJECTS:03d}",
+                       "question": f"what is in chest {number}?",
+                       "tool_calls": [{"name": "open_chest", "arguments": {"id": number},
+                                       "result": {"items": [{"name": "diamond", "count": number % 64}]}}],
+                       "answer": f"{number % 64} diamonds"}
+            batch = exchange_events(payload, producer="bench")
+            await services.producer.produce(batch)
+            events += len(batch)
+    return events
+
+
+async def end_offsets(settings: Settings) -> dict[int, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)]
+        return {tp.partition: offset for tp, offset in (await consumer.end_offsets(tps)).items()}
+    finally:
+        await consumer.stop()
+
+
+async def raw_consume_rate(settings: Settings, total: int) -> float:
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        seen = 0
+        started = time.perf_counter()
+        while seen < total:
+            for records in (await consumer.getmany(timeout_ms=2000, max_records=5000)).values():
+                seen += len(records)
+        return seen / (time.perf_counter() - started)
+    finally:
+        await consumer.stop()
+
+
+async def wait_applied(settings: Settings, ends: dict[int, int], checkpoints: str) -> float:
+    """Seconds until every partition's checkpoint reaches its end offset."""
+    started = time.perf_counter()
+    async with open_services(settings) as services:
+        while True:
+            if checkpoints == "sessions":
+                applied = [await services.sessions.applied("threads", p) for p in ends]
+            else:
+                applied = [await services.archive_checkpoints.applied("threads", p) for p in ends]
+            if all(a >= ends[p] - 1 for a, p in zip(applied, ends, strict=True)):
+                return time.perf_counter() - started
+            await asyncio.sleep(0.02)
+
+
+async def latencies(call: object, count: int = READS) -> tuple[float, float]:
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await call()  # type: ignore[operator]
+        samples.append(time.perf_counter() - started)
+    samples.sort()
+    return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
+
+
+def line(label: str, value: float, unit: str) -> None:
+    print(f"  {label:52} {value:12,.2f} {unit}")
+
+
+async def read_floors(settings: Settings) -> None:
+    subject = SessionKey("bench", "player-007")
+    async with open_services(settings) as services:
+        session = await services.sessions.read(subject)
+        assert session is not None
+        blob = json.dumps([e.view() for e in session.exchanges])
+        redis = aioredis.Redis.from_url(settings.redis)
+        await redis.set(f"{settings.redis_prefix}:bench:blob", blob)
+        raw_get = await latencies(lambda: redis.get(f"{settings.redis_prefix}:bench:blob"))
+        store_read = await latencies(lambda: services.sessions.read(subject))
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}") as http:
+            url = "/v1/tenants/bench/subjects/player-007/context"
+            http_read = await latencies(lambda: http.get(url))
+        mongo = mongo_client(settings.mongo)
+        collection = mongo[settings.mongo_db_name]["archive"]
+        query = {"tenant": "bench", "subject": "player-007", "thread": "session"}
+        raw_find = await latencies(lambda: collection.find(query).to_list(), 200)
+        archive_read = await latencies(lambda: services.archive.events("bench", "player-007", "session"), 200)
+        await redis.aclose()
+        await mongo.close()
+    print(f"\nreads of one session ({len(session.exchanges)} exchanges, {len(blob):,} bytes as JSON), median / p99:")
+    print(f"  {'raw Redis GET of the same bytes':52} {raw_get[0]:8.3f} / {raw_get[1]:.3f} ms")
+    print(f"  {'memlog session read (store)':52} {store_read[0]:8.3f} / {store_read[1]:.3f} ms"
+          f"   x{store_read[0] / raw_get[0]:.1f} the floor")
+    print(f"  {'memlog context read (HTTP API)':52} {http_read[0]:8.3f} / {http_read[1]:.3f} ms"
+          f"   x{http_read[0] / raw_get[0]:.1f} the floor")
+    print(f"  {'raw MongoDB find of the same archive documents':52} {raw_find[0]:8.3f} / {raw_find[1]:.3f} ms")
+    print(f"  {'memlog archive read':52} {archive_read[0]:8.3f} / {archive_read[1]:.3f} ms"
+          f"   x{archive_read[0] / raw_find[0]:.1f} the floor")
+
+
+async def run(settings: Settings) -> None:
+    await ensure_topics(settings)
+    started = time.perf_counter()
+    total = await produce(settings)
+    print(f"produced {EXCHANGES:,} exchanges = {total:,} events over {SUBJECTS} subjects "
+          f"in {time.perf_counter() - started:.1f}s")
+    ends = await end_offsets(settings)
+    raw_rate = await raw_consume_rate(settings, total)
+    worker = await asyncio.to_thread(start_worker, settings, LOGS)
+    api = await asyncio.to_thread(start_api, settings, LOGS)
+    try:
+        session_seconds = await wait_applied(settings, ends, "sessions")
+        archive_seconds = session_seconds + await wait_applied(settings, ends, "archive")
+        session_rate = total / session_seconds
+        print("\nprojection of the threads topic (events/s):")
+        line("raw aiokafka consume (the floor)", raw_rate, "events/s")
+        line("memlog session projection into Redis (Faust worker)", session_rate, "events/s")
+        line("memlog archive projection into MongoDB (same worker)", total / archive_seconds, "events/s")
+        print(f"  ratio, session projection / raw consume: {session_rate / raw_rate:.3f} "
+              f"(raw is {raw_rate / session_rate:.1f}x faster)")
+        await read_floors(settings)
+    finally:
+        api.stop()
+        worker.stop()
+
+
+def main() -> None:
+    stack = base_settings()
+    local = LocalStack(stack)
+    started = local.up()
+    try:
+        asyncio.run(run(unique_settings(stack, api_port=free_port())))
+    finally:
+        local.down(started)
+
+
+if __name__ == "__main__":
+    main()
