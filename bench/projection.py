@@ -40,11 +40,19 @@ async def produce(settings: Settings) -> int:
     events = 0
     async with open_services(settings, producer=True) as services:
         for number in range(EXCHANGES):
-            payload = {"tenant": "bench", "subject": f"player-{number % SUBJECTS:03d}",
-                       "question": f"what is in chest {number}?",
-                       "tool_calls": [{"name": "open_chest", "arguments": {"id": number},
-                                       "result": {"items": [{"name": "diamond", "count": number % 64}]}}],
-                       "answer": f"{number % 64} diamonds"}
+            payload = {
+                "tenant": "bench",
+                "subject": f"player-{number % SUBJECTS:03d}",
+                "question": f"what is in chest {number}?",
+                "tool_calls": [
+                    {
+                        "name": "open_chest",
+                        "arguments": {"id": number},
+                        "result": {"items": [{"name": "diamond", "count": number % 64}]},
+                    }
+                ],
+                "answer": f"{number % 64} diamonds",
+            }
             batch = exchange_events(payload, producer="bench")
             await services.producer.produce(batch)
             events += len(batch)
@@ -128,21 +136,29 @@ async def read_floors(settings: Settings) -> None:
         await mongo.close()
     print(f"\nreads of one session ({len(session.exchanges)} exchanges, {len(blob):,} bytes as JSON), median / p99:")
     print(f"  {'raw Redis GET of the same bytes':52} {raw_get[0]:8.3f} / {raw_get[1]:.3f} ms")
-    print(f"  {'memlog session read (store)':52} {store_read[0]:8.3f} / {store_read[1]:.3f} ms"
-          f"   x{store_read[0] / raw_get[0]:.1f} the floor")
-    print(f"  {'memlog context read (HTTP API)':52} {http_read[0]:8.3f} / {http_read[1]:.3f} ms"
-          f"   x{http_read[0] / raw_get[0]:.1f} the floor")
+    print(
+        f"  {'memlog session read (store)':52} {store_read[0]:8.3f} / {store_read[1]:.3f} ms"
+        f"   x{store_read[0] / raw_get[0]:.1f} the floor"
+    )
+    print(
+        f"  {'memlog context read (HTTP API)':52} {http_read[0]:8.3f} / {http_read[1]:.3f} ms"
+        f"   x{http_read[0] / raw_get[0]:.1f} the floor"
+    )
     print(f"  {'raw MongoDB find of the same archive documents':52} {raw_find[0]:8.3f} / {raw_find[1]:.3f} ms")
-    print(f"  {'memlog archive read':52} {archive_read[0]:8.3f} / {archive_read[1]:.3f} ms"
-          f"   x{archive_read[0] / raw_find[0]:.1f} the floor")
+    print(
+        f"  {'memlog archive read':52} {archive_read[0]:8.3f} / {archive_read[1]:.3f} ms"
+        f"   x{archive_read[0] / raw_find[0]:.1f} the floor"
+    )
 
 
 async def run(settings: Settings) -> None:
     await ensure_topics(settings)
     started = time.perf_counter()
     total = await produce(settings)
-    print(f"produced {EXCHANGES:,} exchanges = {total:,} events over {SUBJECTS} subjects "
-          f"in {time.perf_counter() - started:.1f}s")
+    print(
+        f"produced {EXCHANGES:,} exchanges = {total:,} events over {SUBJECTS} subjects "
+        f"in {time.perf_counter() - started:.1f}s"
+    )
     ends = await end_offsets(settings)
     raw_rate = await raw_consume_rate(settings, total)
     worker = await asyncio.to_thread(start_worker, settings, LOGS)
@@ -155,8 +171,10 @@ async def run(settings: Settings) -> None:
         line("raw aiokafka consume (the floor)", raw_rate, "events/s")
         line("memlog session projection into Redis (Faust worker)", session_rate, "events/s")
         line("memlog archive projection into MongoDB (same worker)", total / archive_seconds, "events/s")
-        print(f"  ratio, session projection / raw consume: {session_rate / raw_rate:.3f} "
-              f"(raw is {raw_rate / session_rate:.1f}x faster)")
+        print(
+            f"  ratio, session projection / raw consume: {session_rate / raw_rate:.3f} "
+            f"(raw is {raw_rate / session_rate:.1f}x faster)"
+        )
         await read_floors(settings)
     finally:
         api.stop()

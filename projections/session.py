@@ -232,9 +232,9 @@ def plan_batch(
     """
     heads: dict[SessionKey, SessionHead | None] = {}
     exchanges: dict[tuple[SessionKey, str], Exchange | None] = {}
-    for (key, exchange_id), (head, exchange) in loaded.items():
-        heads.setdefault(key, head)
-        exchanges[(key, exchange_id)] = exchange
+    for (loaded_key, exchange_id), (loaded_head, loaded_exchange) in loaded.items():
+        heads.setdefault(loaded_key, loaded_head)
+        exchanges[(loaded_key, exchange_id)] = loaded_exchange
     writes: list[SessionWrite] = []
     for event, position in events:
         key = session_key(event)
@@ -242,8 +242,9 @@ def plan_batch(
             writes.append(SessionWrite(position))
             continue
         head = heads.get(key)
-        change = apply_event(head, exchanges.get((key, event.exchange_id)), event, ttl_ms=ttl_ms,
-                             count_tokens=count_tokens)
+        change = apply_event(
+            head, exchanges.get((key, event.exchange_id)), event, ttl_ms=ttl_ms, count_tokens=count_tokens
+        )
         if change is None:
             writes.append(SessionWrite(position))
             continue

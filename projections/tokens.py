@@ -10,8 +10,11 @@ from tiktoken.load import load_tiktoken_bpe
 from memlog.errors import ServiceSetupError
 
 # cl100k_base's split pattern and special tokens, for a .tiktoken file given by path.
-_CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+_CL100K_PATTERN = "".join(
+    (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+""",
+        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    )
 )
 _CL100K_SPECIAL = {
     "<|endoftext|>": 100257,
@@ -32,8 +35,9 @@ def load_encoding(name: str, file: Path | None = None) -> tiktoken.Encoding:
         if not file.is_file():
             raise ServiceSetupError(f"MEMLOG_TOKENIZER_FILE {file} does not exist")
         ranks = load_tiktoken_bpe(str(file))
-        return tiktoken.Encoding(name=name, pat_str=_CL100K_PATTERN, mergeable_ranks=ranks,
-                                 special_tokens=_CL100K_SPECIAL)
+        return tiktoken.Encoding(
+            name=name, pat_str=_CL100K_PATTERN, mergeable_ranks=ranks, special_tokens=_CL100K_SPECIAL
+        )
     offline = f"{name}_offline"
     if offline in tiktoken.list_encoding_names():
         return tiktoken.get_encoding(offline)

@@ -53,8 +53,10 @@ def _inline(node: Any, library: dict[str, dict[str, Any]], seen: set[str]) -> An
     if isinstance(node, dict):
         if node.get("type") in ("record", "enum", "fixed") and "name" in node:
             seen.add(_full_name(node))
-        return {key: (_inline(value, library, seen) if key in ("type", "fields", "items", "values") else value)
-                for key, value in node.items()}
+        return {
+            key: (_inline(value, library, seen) if key in ("type", "fields", "items", "values") else value)
+            for key, value in node.items()
+        }
     return node
 
 

@@ -10,7 +10,7 @@ import json
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from memlog.errors import InvalidEvent
 
@@ -22,7 +22,7 @@ KEY_SEPARATOR = "\x1f"  # a control character, which names may not contain
 
 
 def now_ms() -> int:
-    return int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
 
 
 def check_name(field_name: str, value: object) -> str:
@@ -131,7 +131,7 @@ class AnswerGiven:
         check_text("answer", self.answer, allow_empty=True)
 
 
-ThreadEvent = Union[QuestionAsked, ToolCalled, AnswerGiven]
+ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven
 EVENT_TYPES: dict[str, type[QuestionAsked] | type[ToolCalled] | type[AnswerGiven]] = {
     cls.TYPE: cls for cls in (QuestionAsked, ToolCalled, AnswerGiven)
 }
@@ -159,13 +159,13 @@ def to_record(event: ThreadEvent, schema_version: int = 1) -> dict[str, Any]:
     }
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def millis(value: Any) -> int:
     """Epoch milliseconds of a decoded timestamp-millis, exactly (float timestamps round)."""
     if isinstance(value, dt.datetime):
-        aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
         return (aware - _EPOCH) // dt.timedelta(milliseconds=1)
     return int(value)
 
@@ -195,7 +195,9 @@ def exchange_id_for(tenant: str, subject: str, idempotency_key: str | None) -> s
     """A retried exchange with the same idempotency key gets the same id, so the projection keeps it once."""
     if idempotency_key is None:
         return str(uuid.uuid4())
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlog:{tenant}{KEY_SEPARATOR}{subject}{KEY_SEPARATOR}{idempotency_key}"))
+    return str(
+        uuid.uuid5(uuid.NAMESPACE_URL, f"memlog:{tenant}{KEY_SEPARATOR}{subject}{KEY_SEPARATOR}{idempotency_key}")
+    )
 
 
 def _json_text(field_name: str, value: Any) -> str:
@@ -212,8 +214,20 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
     """
     if not isinstance(payload, dict):
         raise InvalidEvent("body", "must be a JSON object")
-    known = {"tenant", "subject", "question", "tool_calls", "answer", "channel", "idempotency_key", "occurred_at",
-             "agent", "model", "trace_id", "exchange_id"}
+    known = {
+        "tenant",
+        "subject",
+        "question",
+        "tool_calls",
+        "answer",
+        "channel",
+        "idempotency_key",
+        "occurred_at",
+        "agent",
+        "model",
+        "trace_id",
+        "exchange_id",
+    }
     unknown = sorted(set(payload) - known)
     if unknown:
         raise InvalidEvent(unknown[0], "is not a field of an exchange")
@@ -243,9 +257,7 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
         idempotency_key=key,
         trace_id=payload.get("trace_id"),
     )
-    events: list[ThreadEvent] = [
-        QuestionAsked(envelope, exchange_id, question, str(payload.get("channel") or "v2"))
-    ]
+    events: list[ThreadEvent] = [QuestionAsked(envelope, exchange_id, question, str(payload.get("channel") or "v2"))]
     for index, call in enumerate(tool_calls):
         where = f"tool_calls[{index}]"
         if not isinstance(call, dict):
@@ -277,9 +289,7 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
                 raise
             raise InvalidEvent(f"{where}.{exc.field}", exc.problem) from None
     if answer is not None:
-        events.append(
-            AnswerGiven(_next(envelope), exchange_id, answer, model=payload.get("model"))
-        )
+        events.append(AnswerGiven(_next(envelope), exchange_id, answer, model=payload.get("model")))
     return events
 
 

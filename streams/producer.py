@@ -87,7 +87,9 @@ class EventProducer:
             batch = self._producer.create_batch()
             for value in values:
                 if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
-                    raise InvalidEvent("events", f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes")
+                    raise InvalidEvent(
+                        "events", f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes"
+                    )
             future = await self._producer.send_batch(batch, topic, partition=partition)
             meta = await future
         except KafkaError as exc:

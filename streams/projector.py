@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, StoreUnavailable
@@ -101,14 +102,14 @@ class Projector:
             except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
                 await self._apply(run)
                 run = []
-                await self._retrying(lambda: self._dead_letter(position, record, exc))
+                await self._retrying(partial(self._dead_letter, position, record, exc))
         await self._apply(run)
 
     async def _apply(self, run: list[Positioned]) -> None:
         if not run:
             return
         try:
-            await self._retrying(lambda: self._step(run))
+            await self._retrying(partial(self._step, run))
             self.applied += len(run)
         except Exception:
             if len(run) == 1:
@@ -120,13 +121,13 @@ class Projector:
     async def _apply_one(self, item: Positioned) -> None:
         event, position = item
         try:
-            await self._retrying(lambda: self._step([item]))
+            await self._retrying(partial(self._step, [item]))
             self.applied += 1
         except Exception as exc:
             # Faust acks a record whose handler raised, so it would be lost; keep it in the dead-letter topic.
             log.exception("%s: applying %s failed", self.name, position.token())
             record = Record(position.partition, position.offset, None, None)
-            await self._retrying(lambda: self._dead_letter(position, record, exc, event.TYPE))
+            await self._retrying(partial(self._dead_letter, position, record, exc, event.TYPE))
 
     async def _dead_letter(self, position: Position, record: Record, error: Exception, kind: str = "") -> None:
         letter = {
@@ -143,8 +144,9 @@ class Projector:
         await self._counter.count_dead_letter(self.source_topic)
         await self._checkpoints.advance(position)
         self.dead += 1
-        log.warning("%s: %s at %s sent to the dead-letter topic: %s", self.name, self.source_topic,
-                    position.token(), error)
+        log.warning(
+            "%s: %s at %s sent to the dead-letter topic: %s", self.name, self.source_topic, position.token(), error
+        )
 
     async def _retrying(self, step: Callable[[], Awaitable[None]]) -> None:
         delay = RETRY_FIRST_SECONDS
@@ -154,7 +156,12 @@ class Projector:
                 await step()
                 return
             except (StoreUnavailable, LogUnavailable) as exc:
-                log.warning("%s: unavailable for %.0fs, retrying in %.1fs: %s", self.name,
-                            time.monotonic() - started, delay, exc)
+                log.warning(
+                    "%s: unavailable for %.0fs, retrying in %.1fs: %s",
+                    self.name,
+                    time.monotonic() - started,
+                    delay,
+                    exc,
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -27,15 +28,13 @@ async def ensure_topics(settings: Settings) -> list[str]:
         existing = set(await admin.list_topics())
         missing = [name for name in wanted if name not in existing]
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another process created it meanwhile
                 await admin.create_topics(
                     [
                         NewTopic(name, settings.partitions, settings.replication, topic_configs=topic_configs(settings))
                         for name in missing
                     ]
                 )
-            except TopicAlreadyExistsError:
-                pass  # another process created it meanwhile
             created = missing
             log.info("created topics %s with %d partitions", ", ".join(missing), settings.partitions)
     except KafkaError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
@@ -13,11 +14,12 @@ from memlog.services import make_codec
 from memlog.settings import Settings
 from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
 from projections.redis_store import RedisCounters, RedisSessionStore
+from projections.stores import Checkpoints
 from projections.tokens import TokenCounter, load_encoding
 from streams.agents.archive import ArchiveStep
 from streams.agents.sessions import SessionStep
 from streams.app import create_app
-from streams.projector import Projector, Record
+from streams.projector import Projector, Record, Step
 from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -39,47 +41,59 @@ def subscribe(app: faust.App, topic: Any, projector: Projector, settings: Settin
 
     async def project(stream: Any) -> None:
         async for events in stream.take_events(settings.batch_size, within=settings.batch_seconds):
-            await projector.handle([
-                Record(e.message.partition, e.message.offset, e.message.key, e.message.value) for e in events
-            ])
+            await projector.handle(
+                [Record(e.message.partition, e.message.offset, e.message.key, e.message.value) for e in events]
+            )
 
     app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
 
 
-def build_worker(settings: Settings) -> faust.App:
-    """The app with its agents. Clients connect lazily, inside the worker's event loop."""
+def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[None]]]:
+    """The app with its agents, and what to prepare before it starts (indexes).
+
+    Clients connect lazily, inside the worker's event loop.
+    """
     app = create_app(settings)
     codec = make_codec(settings)
     redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
     database = mongo_client(settings.mongo)[settings.mongo_db_name]
     counters = RedisCounters(redis, settings.redis_prefix)
-    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
-    threads = app.topic(settings.threads_topic, **raw)
-    dead_letters = FaustDeadLetters(app.topic(settings.deadletter_topic, **raw))
+    threads = app.topic(
+        settings.threads_topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+    )
+    dead_letters = FaustDeadLetters(
+        app.topic(
+            settings.deadletter_topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+        )
+    )
     sessions = RedisSessionStore(redis, settings.redis_prefix)
     archive = MongoArchiveStore(database)
     archive_checkpoints = MongoCheckpoints(database, "archive")
     count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
-    common = {"topic": "threads", "source_topic": settings.threads_topic, "codec": codec,
-              "dead_letters": dead_letters, "counter": counters}
-    subscribe(app, threads, Projector(
-        name="sessions",
-        step=SessionStep(sessions, ttl_ms=settings.chat_ttl_seconds * 1000, count_tokens=count_tokens),
-        checkpoints=sessions,
-        **common,
-    ), settings)
-    subscribe(app, threads, Projector(
-        name="archive",
-        step=ArchiveStep(archive, archive_checkpoints),
-        checkpoints=archive_checkpoints,
-        **common,
-    ), settings)
 
-    @app.task
-    async def prepare() -> None:
-        await archive.prepare()
+    def projector(name: str, step: Step, checkpoints: Checkpoints) -> Projector:
+        return Projector(
+            name=name,
+            topic="threads",
+            source_topic=settings.threads_topic,
+            codec=codec,
+            step=step,
+            checkpoints=checkpoints,
+            dead_letters=dead_letters,
+            counter=counters,
+        )
 
-    return app
+    ttl_ms = settings.chat_ttl_seconds * 1000
+    subscribe(
+        app,
+        threads,
+        projector("sessions", SessionStep(sessions, ttl_ms=ttl_ms, count_tokens=count_tokens), sessions),
+        settings,
+    )
+    subscribe(
+        app, threads, projector("archive", ArchiveStep(archive, archive_checkpoints), archive_checkpoints), settings
+    )
+    return app, archive.prepare
 
 
 def run_worker(settings: Settings) -> None:
@@ -87,6 +101,7 @@ def run_worker(settings: Settings) -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))
-    app = build_worker(settings)
+    app, prepare = build_worker(settings)
+    loop.run_until_complete(prepare())
     worker = faust.Worker(app, loop=loop, loglevel="INFO", quiet=True)
     worker.execute_from_commandline()

@@ -41,9 +41,12 @@ class MemlogProcess:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"{part}-{settings.app_id}-{time.monotonic_ns()}.log"
         self._log: IO[bytes] = self.log_path.open("wb")
-        self.process = subprocess.Popen(  # noqa: S603
-            [sys.executable, "-m", "memlog", part], env=settings_env(settings), stdout=self._log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "memlog", part],
+            env=settings_env(settings),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def output(self) -> str:

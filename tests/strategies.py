@@ -19,7 +19,9 @@ json_values: st.SearchStrategy[Any] = st.recursive(
 
 
 @st.composite
-def envelopes(draw: st.DrawFn, tenant: str | None = None, subject: str | None = None, at: int | None = None) -> Envelope:
+def envelopes(
+    draw: st.DrawFn, tenant: str | None = None, subject: str | None = None, at: int | None = None
+) -> Envelope:
     return Envelope(
         tenant=tenant if tenant is not None else draw(names),
         subject=subject if subject is not None else draw(st.none() | names),
@@ -40,11 +42,24 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
     if kind == "question":
         return QuestionAsked(env, exchange_id, draw(texts.filter(bool)), draw(st.sampled_from(["v1", "v2", "askx"])))
     if kind == "tool":
-        return ToolCalled(env, exchange_id, draw(st.integers(0, 50)), draw(names),
-                          json.dumps(draw(json_values)), json.dumps(draw(json_values)), draw(st.booleans()),
-                          draw(st.none() | st.integers(0, 2**40)))
-    return AnswerGiven(env, exchange_id, draw(texts), draw(st.none() | names),
-                       draw(st.none() | st.integers(0, 2**31)), draw(st.none() | st.integers(0, 2**31)))
+        return ToolCalled(
+            env,
+            exchange_id,
+            draw(st.integers(0, 50)),
+            draw(names),
+            json.dumps(draw(json_values)),
+            json.dumps(draw(json_values)),
+            draw(st.booleans()),
+            draw(st.none() | st.integers(0, 2**40)),
+        )
+    return AnswerGiven(
+        env,
+        exchange_id,
+        draw(texts),
+        draw(st.none() | names),
+        draw(st.none() | st.integers(0, 2**31)),
+        draw(st.none() | st.integers(0, 2**31)),
+    )
 
 
 @st.composite

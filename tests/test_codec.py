@@ -97,7 +97,7 @@ def test_a_truncated_body_is_refused() -> None:
 
 
 def test_a_record_that_misses_a_field_is_refused_by_name() -> None:
-    with pytest.raises(InvalidEvent, match="memlog.QuestionAsked"):
+    with pytest.raises(InvalidEvent, match=r"memlog\.QuestionAsked"):
         CODEC.encode("memlog.QuestionAsked", {"exchange_id": "x"})
     with pytest.raises(UnknownSchema):
         CODEC.encode("memlog.Nope", {})

@@ -36,11 +36,16 @@ async def test_every_exchange_is_in_its_session_exactly_once_after_a_sigkill(sta
             async def post_subject(subject: str) -> None:
                 nonlocal posted
                 for number in range(PER_SUBJECT):
-                    response = await http.post("/v1/exchanges", json={
-                        "tenant": "crash", "subject": subject, "question": f"{subject} q{number}",
-                        "tool_calls": [{"name": "count", "arguments": {"n": number}, "result": number}],
-                        "answer": f"a{number}",
-                    })
+                    response = await http.post(
+                        "/v1/exchanges",
+                        json={
+                            "tenant": "crash",
+                            "subject": subject,
+                            "question": f"{subject} q{number}",
+                            "tool_calls": [{"name": "count", "arguments": {"n": number}, "result": number}],
+                            "answer": f"a{number}",
+                        },
+                    )
                     assert response.status_code == 202, response.text
                     last_position[subject] = response.json()["position"]
                     posted += 1
@@ -64,21 +69,26 @@ async def test_every_exchange_is_in_its_session_exactly_once_after_a_sigkill(sta
 
             started = time.monotonic()
             await asyncio.gather(chaos(), *(bounded(f"player-{i:03d}") for i in range(SUBJECTS)))
-            print(f"\nposted {posted} exchanges in {time.monotonic() - started:.1f}s; "
-                  f"worker killed after {killed_at}, restarted after {restarted_at}")
+            print(
+                f"\nposted {posted} exchanges in {time.monotonic() - started:.1f}s; "
+                f"worker killed after {killed_at}, restarted after {restarted_at}"
+            )
 
             deadline = time.monotonic() + 300
             for subject, position in sorted(last_position.items()):
                 while True:
-                    response = await http.get(f"/v1/tenants/crash/subjects/{subject}/context",
-                                              params={"after": position})
+                    response = await http.get(
+                        f"/v1/tenants/crash/subjects/{subject}/context", params={"after": position}
+                    )
                     if response.status_code == 200 or time.monotonic() > deadline:
                         break
                 assert response.status_code == 200, response.text
                 questions = [e["question"] for e in response.json()["exchanges"]]
                 assert questions == [f"{subject} q{n}" for n in range(PER_SUBJECT)], subject
-            print(f"all {SUBJECTS * PER_SUBJECT} exchanges read back exactly once, in order, "
-                  f"{time.monotonic() - started:.1f}s after the first post")
+            print(
+                f"all {SUBJECTS * PER_SUBJECT} exchanges read back exactly once, in order, "
+                f"{time.monotonic() - started:.1f}s after the first post"
+            )
     finally:
         api.stop()
         worker.stop()

@@ -47,7 +47,9 @@ async def end_offsets(settings: Settings) -> dict[int, int]:
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap)
     await consumer.start()
     try:
-        ends = await consumer.end_offsets([TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)])
+        ends = await consumer.end_offsets(
+            [TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)]
+        )
         return {tp.partition: offset for tp, offset in ends.items()}
     finally:
         await consumer.stop()
@@ -62,9 +64,15 @@ CHEST = {
     "tenant": "castle-eu-1",
     "subject": "steve",
     "question": "what is in the chest at 10 64 -3?",
-    "tool_calls": [{"name": "open_chest", "arguments": {"x": 10, "y": 64, "z": -3},
-                    "result": {"items": [{"name": "diamond", "count": 12}, {"name": "torch", "count": 3}]},
-                    "ok": True, "duration_ms": 35}],
+    "tool_calls": [
+        {
+            "name": "open_chest",
+            "arguments": {"x": 10, "y": 64, "z": -3},
+            "result": {"items": [{"name": "diamond", "count": 12}, {"name": "torch", "count": 3}]},
+            "ok": True,
+            "duration_ms": 35,
+        }
+    ],
     "answer": "12 diamonds and 3 torches.",
     "channel": "v2",
 }
@@ -96,8 +104,9 @@ async def test_a_streamed_exchange_shows_incomplete_until_its_answer(http: httpx
     asked = (await http.post("/v1/exchanges/ex-42/question", json={**route, "question": "where is my base?"})).json()
     ctx = (await http.get("/v1/tenants/t/subjects/alex/context", params={"after": asked["position"]})).json()
     assert ctx["exchanges"][0]["complete"] is False
-    await http.post("/v1/exchanges/ex-42/tool-calls",
-                    json={**route, "call_index": 0, "name": "find_base", "result": {"x": 100}})
+    await http.post(
+        "/v1/exchanges/ex-42/tool-calls", json={**route, "call_index": 0, "name": "find_base", "result": {"x": 100}}
+    )
     answered = (await http.post("/v1/exchanges/ex-42/answer", json={**route, "answer": "at x=100"})).json()
     ctx = (await http.get("/v1/tenants/t/subjects/alex/context", params={"after": answered["position"]})).json()
     (exchange,) = ctx["exchanges"]
@@ -109,7 +118,7 @@ async def test_a_retried_exchange_with_its_idempotency_key_is_recorded_once(http
     first = (await http.post("/v1/exchanges", json=payload)).json()
     second = (await http.post("/v1/exchanges", json=payload)).json()
     assert second == {**first, "idempotent": True}
-    ctx = (await http.get("/v1/tenants/castle-eu-1/subjects/steve-3/context", params={"after": first["position"]}))
+    ctx = await http.get("/v1/tenants/castle-eu-1/subjects/steve-3/context", params={"after": first["position"]})
     assert len(ctx.json()["exchanges"]) == 1
 
 

@@ -25,8 +25,9 @@ async def test_topics_are_created_with_equal_partitions_and_size_limits(topics: 
 
 
 async def consume_all(settings: Settings, topic: str, expected: int) -> list[tuple[int, int, bytes, bytes]]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False,
-                                auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     await consumer.start()
     try:
         partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
@@ -46,8 +47,13 @@ async def consume_all(settings: Settings, topic: str, expected: int) -> list[tup
 
 async def test_an_exchange_is_one_batch_in_order_on_its_subjects_partition(services: Services) -> None:
     settings = services.settings
-    payload = {"tenant": "castle", "subject": "ann", "question": "q",
-               "tool_calls": [{"name": "a", "result": 1}, {"name": "b", "result": 2}], "answer": "done"}
+    payload = {
+        "tenant": "castle",
+        "subject": "ann",
+        "question": "q",
+        "tool_calls": [{"name": "a", "result": 1}, {"name": "b", "result": 2}],
+        "answer": "done",
+    }
     recorded = await services.producer.record_exchange(payload)
     again = await services.producer.record_exchange({**payload, "question": "second"})
     records = await consume_all(settings, settings.threads_topic, 8)

@@ -30,8 +30,16 @@ def registry_url(stack: Settings) -> Iterator[str]:
 
 def test_events_use_the_confluent_framing_and_decode_in_a_fresh_consumer(registry_url: str) -> None:
     producer_codec = Codec(Catalog(), HttpSchemaRegistry(registry_url))
-    events = exchange_events({"tenant": "t", "subject": "s", "question": "q",
-                              "tool_calls": [{"name": "n", "result": [1, 2]}], "answer": "a"}, producer="test")
+    events = exchange_events(
+        {
+            "tenant": "t",
+            "subject": "s",
+            "question": "q",
+            "tool_calls": [{"name": "n", "result": [1, 2]}],
+            "answer": "a",
+        },
+        producer="test",
+    )
     encoded = [producer_codec.encode(e.TYPE, to_record(e)) for e in events]
     ids = set()
     for data in encoded:
@@ -74,6 +82,8 @@ async def test_the_producer_writes_confluent_framed_events_to_kafka(registry_url
     codec = make_codec(settings)
     try:
         assert [codec.decode(value).full_name for *_, value in records] == [
-            "memlog.QuestionAsked", "memlog.AnswerGiven"]
+            "memlog.QuestionAsked",
+            "memlog.AnswerGiven",
+        ]
     finally:
         codec.close()

@@ -26,10 +26,15 @@ def env(at: int = T0) -> Envelope:
 
 def test_an_exchange_holds_its_question_tool_results_and_answer(count_tokens: TokenCounter) -> None:
     events = exchange_events(
-        {"tenant": "castle", "subject": "ann", "question": "what is in the chest?",
-         "tool_calls": [{"name": "open_chest", "arguments": {"x": 1}, "result": {"diamond": 12}}],
-         "answer": "12 diamonds"},
-        producer="test", now=T0,
+        {
+            "tenant": "castle",
+            "subject": "ann",
+            "question": "what is in the chest?",
+            "tool_calls": [{"name": "open_chest", "arguments": {"x": 1}, "result": {"diamond": 12}}],
+            "answer": "12 diamonds",
+        },
+        producer="test",
+        now=T0,
     )
     session = fold_session(events, ttl_ms=TTL, now_ms=T0, count_tokens=count_tokens)
     (exchange,) = session.exchanges
@@ -42,8 +47,9 @@ def test_an_exchange_holds_its_question_tool_results_and_answer(count_tokens: To
 
 
 def test_an_exchange_without_its_answer_shows_as_incomplete(count_tokens: TokenCounter) -> None:
-    session = fold_session([QuestionAsked(env(), "x1", "still thinking?")], ttl_ms=TTL, now_ms=T0,
-                           count_tokens=count_tokens)
+    session = fold_session(
+        [QuestionAsked(env(), "x1", "still thinking?")], ttl_ms=TTL, now_ms=T0, count_tokens=count_tokens
+    )
     assert session.exchanges[0].complete is False
     assert session.exchanges[0].view()["answer"] is None
 
@@ -102,12 +108,13 @@ def test_tool_calls_are_kept_in_call_order_whatever_the_arrival_order(count_toke
     assert [c.name for c in session.exchanges[0].tool_calls] == ["first", "second"]
 
 
-async def _apply_all(store: MemorySessionStore, events: list[ThreadEvent], now: int, count: TokenCounter,
-                     offsets: list[int], batch: int) -> None:
+async def _apply_all(
+    store: MemorySessionStore, events: list[ThreadEvent], now: int, count: TokenCounter, offsets: list[int], batch: int
+) -> None:
     """What the session agent does: load a batch's state, plan it purely, write it."""
     positioned = [(events[offset], Position("threads", 0, offset)) for offset in offsets]
     for start in range(0, len(positioned), batch):
-        run = positioned[start:start + batch]
+        run = positioned[start : start + batch]
         wanted = list(dict.fromkeys((SessionKey("t", "s"), event.exchange_id) for event, _ in run))
         loaded = await store.load(wanted)
         await store.write(plan_batch(run, loaded, ttl_ms=TTL, now_ms=now, count_tokens=count), now)
@@ -124,7 +131,7 @@ def _same(a: Session | None, b: Session) -> bool:
 async def test_batched_application_with_redelivery_equals_the_pure_fold(
     events: list[ThreadEvent], data: st.DataObject
 ) -> None:
-    count: TokenCounter = lambda text: len(text)  # noqa: E731 - the rule only needs a pure counter
+    count: TokenCounter = len  # the rule only needs a pure counter
     now = events[-1].envelope.occurred_at
     expected = fold_session(events, ttl_ms=TTL, now_ms=now, count_tokens=count)
     # deliver in order, but re-deliver an arbitrary earlier stretch (a crash before the commit)
@@ -137,18 +144,26 @@ async def test_batched_application_with_redelivery_equals_the_pure_fold(
     assert _same(await store.read(SessionKey("t", "s")), expected)
 
 
-@pytest.mark.parametrize("payload, field", [
-    ({"tenant": "", "subject": "s", "question": "q"}, "tenant"),
-    ({"tenant": "t", "subject": "a\x00b", "question": "q"}, "subject"),
-    ({"tenant": "t", "subject": "s", "question": ""}, "question"),
-    ({"tenant": "t", "subject": "s", "question": "q", "channel": "v9"}, "channel"),
-    ({"tenant": "t", "subject": "s", "question": "q", "tool_calls": [{"name": "x", "ok": "yes"}]}, "tool_calls[0].ok"),
-    ({"tenant": "t", "subject": "s", "question": "q", "tool_calls": [{"arguments": {}}]}, "tool_calls[0].name"),
-    ({"tenant": "t", "subject": "s", "question": "q", "colour": "red"}, "colour"),
-    ({"tenant": "t", "subject": "s", "question": "q", "occurred_at": -5}, "occurred_at"),
-    ({"tenant": "t", "subject": "s", "question": "q", "tool_calls": [{"name": "x", "result": float("nan")}]},
-     "tool_calls[0].result"),
-])
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"tenant": "", "subject": "s", "question": "q"}, "tenant"),
+        ({"tenant": "t", "subject": "a\x00b", "question": "q"}, "subject"),
+        ({"tenant": "t", "subject": "s", "question": ""}, "question"),
+        ({"tenant": "t", "subject": "s", "question": "q", "channel": "v9"}, "channel"),
+        (
+            {"tenant": "t", "subject": "s", "question": "q", "tool_calls": [{"name": "x", "ok": "yes"}]},
+            "tool_calls[0].ok",
+        ),
+        ({"tenant": "t", "subject": "s", "question": "q", "tool_calls": [{"arguments": {}}]}, "tool_calls[0].name"),
+        ({"tenant": "t", "subject": "s", "question": "q", "colour": "red"}, "colour"),
+        ({"tenant": "t", "subject": "s", "question": "q", "occurred_at": -5}, "occurred_at"),
+        (
+            {"tenant": "t", "subject": "s", "question": "q", "tool_calls": [{"name": "x", "result": float("nan")}]},
+            "tool_calls[0].result",
+        ),
+    ],
+)
 def test_invalid_exchanges_are_refused_naming_the_field(payload: dict[str, object], field: str) -> None:
     from memlog.errors import InvalidEvent
 

@@ -19,9 +19,9 @@ class SessionStep:
         self._count_tokens = count_tokens
 
     async def __call__(self, events: Sequence[Positioned]) -> None:
-        wanted = list(dict.fromkeys(
-            (key, event.exchange_id) for event, _ in events if (key := session_key(event)) is not None
-        ))
+        wanted = list(
+            dict.fromkeys((key, event.exchange_id) for event, _ in events if (key := session_key(event)) is not None)
+        )
         loaded = await self._store.load(wanted) if wanted else {}
         now = now_ms()
         writes = plan_batch(events, loaded, ttl_ms=self._ttl_ms, now_ms=now, count_tokens=self._count_tokens)

@@ -15,8 +15,13 @@ from projections.stores import ArchivedEvent, ArchiveStore
 
 def _event(offset: int, subject: str = "ann", tenant: str = "castle", partition: int = 0) -> ArchivedEvent:
     return ArchivedEvent(
-        position=Position("threads", partition, offset), tenant=tenant, subject=subject, thread="session",
-        exchange_id=f"x{offset}", event_type="memlog.QuestionAsked", occurred_at=1_795_000_000_000 + offset,
+        position=Position("threads", partition, offset),
+        tenant=tenant,
+        subject=subject,
+        thread="session",
+        exchange_id=f"x{offset}",
+        event_type="memlog.QuestionAsked",
+        occurred_at=1_795_000_000_000 + offset,
         record={"question": f"q{offset}", "nested": {"list": [1, "two", None]}},
     )
 

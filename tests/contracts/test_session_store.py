@@ -31,8 +31,16 @@ class SessionStoreContract:
     def clock(self) -> int:
         return now_ms()
 
-    async def _apply(self, store: SessionStore, event: ThreadEvent, offset: int, now: int,
-                     count: TokenCounter, key: SessionKey = KEY, partition: int = 0) -> bool:
+    async def _apply(
+        self,
+        store: SessionStore,
+        event: ThreadEvent,
+        offset: int,
+        now: int,
+        count: TokenCounter,
+        key: SessionKey = KEY,
+        partition: int = 0,
+    ) -> bool:
         loaded = await store.load([(key, event.exchange_id)])
         head, exchange = loaded[(key, event.exchange_id)]
         change = apply_event(head, exchange, event, ttl_ms=TTL, count_tokens=count)
@@ -40,8 +48,9 @@ class SessionStoreContract:
         (applied,) = await store.write([SessionWrite(Position("threads", partition, offset), key, change)], now)
         return applied
 
-    async def test_a_written_exchange_reads_back_whole(self, store: SessionStore, clock: int,
-                                                       count_tokens: TokenCounter) -> None:
+    async def test_a_written_exchange_reads_back_whole(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
         await self._apply(store, QuestionAsked(_env(clock), "x1", "where?"), 0, clock, count_tokens)
         await self._apply(store, AnswerGiven(_env(clock), "x1", "there"), 1, clock, count_tokens)
         session = await store.read(KEY)
@@ -51,12 +60,16 @@ class SessionStoreContract:
         assert session.head.tokens == exchange.tokens > 0
         assert session.head.last_question_at == clock
 
-    async def test_a_position_already_applied_is_not_applied_twice(self, store: SessionStore, clock: int,
-                                                                   count_tokens: TokenCounter) -> None:
+    async def test_a_position_already_applied_is_not_applied_twice(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
         question = QuestionAsked(_env(clock), "x1", "where?")
         assert await self._apply(store, question, 5, clock, count_tokens)
         change = SessionChange(Exchange("x2", "other"), True, False, 7, clock, clock + TTL)
-        again = [SessionWrite(Position("threads", 0, 5), KEY, change), SessionWrite(Position("threads", 0, 4), KEY, change)]
+        again = [
+            SessionWrite(Position("threads", 0, 5), KEY, change),
+            SessionWrite(Position("threads", 0, 4), KEY, change),
+        ]
         assert await store.write(again, clock) == [False, False]
         session = await store.read(KEY)
         assert session is not None and [e.exchange_id for e in session.exchanges] == ["x1"]
@@ -76,20 +89,23 @@ class SessionStoreContract:
         assert await store.applied("threads", 3) == 10
         assert await store.applied("threads", 2) == -1
 
-    async def test_a_write_advances_the_checkpoint_of_its_partition(self, store: SessionStore, clock: int,
-                                                                    count_tokens: TokenCounter) -> None:
+    async def test_a_write_advances_the_checkpoint_of_its_partition(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
         await self._apply(store, QuestionAsked(_env(clock), "x1", "q"), 41, clock, count_tokens, partition=2)
         assert await store.applied("threads", 2) == 41
 
-    async def test_an_already_expired_change_is_not_written(self, store: SessionStore, clock: int,
-                                                            count_tokens: TokenCounter) -> None:
+    async def test_an_already_expired_change_is_not_written(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
         old = clock - TTL - 1000
         assert await self._apply(store, QuestionAsked(_env(old), "x1", "q"), 0, clock, count_tokens)
         assert await store.read(KEY) is None
         assert await store.applied("threads", 0) == 0
 
-    async def test_exchanges_keep_their_first_arrival_order(self, store: SessionStore, clock: int,
-                                                            count_tokens: TokenCounter) -> None:
+    async def test_exchanges_keep_their_first_arrival_order(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
         for offset, exchange_id in enumerate(["b", "a", "c"]):
             await self._apply(store, QuestionAsked(_env(clock), exchange_id, "q"), offset, clock, count_tokens)
         await self._apply(store, AnswerGiven(_env(clock), "a", "done"), 3, clock, count_tokens)
@@ -97,31 +113,41 @@ class SessionStoreContract:
         assert session is not None
         assert [e.exchange_id for e in session.exchanges] == ["b", "a", "c"]
 
-    async def test_tenants_do_not_share_a_subject(self, store: SessionStore, clock: int,
-                                                  count_tokens: TokenCounter) -> None:
+    async def test_tenants_do_not_share_a_subject(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
         other = SessionKey("castle:2", "ann")
         await self._apply(store, QuestionAsked(_env(clock), "x1", "mine"), 0, clock, count_tokens)
-        await self._apply(store, QuestionAsked(_env(clock, "castle:2"), "x1", "theirs"), 1, clock, count_tokens,
-                          key=other)
+        await self._apply(
+            store, QuestionAsked(_env(clock, "castle:2"), "x1", "theirs"), 1, clock, count_tokens, key=other
+        )
         mine, theirs = await store.read(KEY), await store.read(other)
         assert mine is not None and theirs is not None
         assert [e.question for e in mine.exchanges] == ["mine"]
         assert [e.question for e in theirs.exchanges] == ["theirs"]
 
     async def test_a_reset_change_starts_the_session_afresh(self, store: SessionStore, clock: int) -> None:
-        await store.write([
-            SessionWrite(Position("threads", 0, 0), KEY,
-                         SessionChange(Exchange("x1", "old", tokens=3), True, False, 3, clock, clock + TTL)),
-            SessionWrite(Position("threads", 0, 1), KEY,
-                         SessionChange(Exchange("x2", "new", tokens=2), True, True, 2, clock, clock + TTL)),
-        ], clock)
+        await store.write(
+            [
+                SessionWrite(
+                    Position("threads", 0, 0),
+                    KEY,
+                    SessionChange(Exchange("x1", "old", tokens=3), True, False, 3, clock, clock + TTL),
+                ),
+                SessionWrite(
+                    Position("threads", 0, 1),
+                    KEY,
+                    SessionChange(Exchange("x2", "new", tokens=2), True, True, 2, clock, clock + TTL),
+                ),
+            ],
+            clock,
+        )
         session = await store.read(KEY)
         assert session is not None
         assert [e.exchange_id for e in session.exchanges] == ["x2"]
         assert session.head == SessionHead(last_question_at=clock, tokens=2)
 
-    async def test_drop_removes_the_session(self, store: SessionStore, clock: int,
-                                            count_tokens: TokenCounter) -> None:
+    async def test_drop_removes_the_session(self, store: SessionStore, clock: int, count_tokens: TokenCounter) -> None:
         await self._apply(store, QuestionAsked(_env(clock), "x1", "q"), 0, clock, count_tokens)
         await store.drop(KEY)
         assert await store.read(KEY) is None
@@ -144,8 +170,9 @@ class TestRedisSessionStore(SessionStoreContract):
             await client.delete(key)
         await client.aclose()
 
-    async def test_the_session_expires_at_its_remaining_ttl(self, store: SessionStore, settings: Settings,
-                                                           clock: int, count_tokens: TokenCounter) -> None:
+    async def test_the_session_expires_at_its_remaining_ttl(
+        self, store: SessionStore, settings: Settings, clock: int, count_tokens: TokenCounter
+    ) -> None:
         # asked 59m58s ago with a 1 h TTL: a replay gives it only what remains
         await self._apply(store, QuestionAsked(_env(clock - TTL + 2000), "x1", "q"), 0, clock, count_tokens)
         client = aioredis.Redis.from_url(settings.redis)
