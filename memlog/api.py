@@ -23,16 +23,19 @@ from memlog.services import Services, open_services
 from memlog.settings import Settings
 from projections.position import Position
 from projections.redis_store import redis_errors
-from projections.stores import SessionKey
+from projections.session import Session, ThreadKey
 from schemas.events import (
     SESSION_THREAD,
     AnswerGiven,
     Envelope,
     QuestionAsked,
+    ThreadReset,
     ToolCalled,
     check_name,
     now_ms,
 )
+from streams.folds import FoldService
+from streams.summarizers import SummarizerFailed, make_summarizer
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = "2"
@@ -51,6 +54,11 @@ class ExchangeIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tenant: str
     subject: str
+    thread: Literal["session", "public", "automation"] = Field(
+        default="session",
+        description="session: the subject's own; public: the tenant's public thread; automation: the agent's.",
+    )
+    asker: str | None = Field(default=None, description="Display name; public questions start with it.")
     question: str
     tool_calls: list[ToolCallIn] = Field(default_factory=list)
     answer: str | None = None
@@ -70,12 +78,15 @@ class Routed(BaseModel):
 
 
 class QuestionIn(Routed):
+    thread: Literal["session", "public", "automation"] = "session"
+    asker: str | None = None
     question: str
     channel: Literal["v1", "v2", "askx"] = "v2"
     idempotency_key: str | None = None
 
 
 class ToolCallEventIn(Routed):
+    thread: Literal["session", "public", "automation"] = "session"
     call_index: int = Field(ge=0, description="Order of the call within the exchange, from 0.")
     name: str
     arguments: Any = Field(default_factory=dict)
@@ -85,6 +96,7 @@ class ToolCallEventIn(Routed):
 
 
 class AnswerIn(Routed):
+    thread: Literal["session", "public", "automation"] = "session"
     answer: str
     model: str | None = None
 
@@ -111,15 +123,27 @@ class ExchangeOut(BaseModel):
     channel: str
     occurred_at: int
     complete: bool
+    line: str | None = Field(description="askx exchanges: the one line they land as (seed 000).")
 
 
 class Context(BaseModel):
     tenant: str
-    subject: str
+    subject: str | None
+    thread: str
+    owner: str
     summary: str
     exchanges: list[ExchangeOut]
     facts: list[Any]
-    tokens: int
+    tokens: int = Field(description="Tokens the thread holds (exchanges and summary), counted with tiktoken.")
+    fold_at_tokens: int
+    tokens_to_fold: int = Field(description="How far the thread is from the next fold, in tokens.")
+    exchanges_to_fold: int = Field(description="How far the thread is from the next fold, in exchanges.")
+    rendered: str = Field(description="The context as one text; between folds it only grows at the end.")
+
+
+class ResetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = None
 
 
 def _error(status: int, field: str | None, message: str, retry: bool = False) -> JSONResponse:
@@ -133,6 +157,7 @@ class ApiState:
     settings: Settings
     services: Services
     offsets: AIOKafkaConsumer
+    folds: FoldService
 
 
 def create_api(settings: Settings) -> FastAPI:
@@ -143,7 +168,11 @@ def create_api(settings: Settings) -> FastAPI:
         async with open_services(settings, producer=True) as services:
             offsets = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
             await offsets.start()
-            app.state.api = ApiState(settings, services, offsets)
+            summarizer = make_summarizer(settings)
+            folds = FoldService(
+                services.sessions, services.producer, summarizer, settings.thread_policy(), settings.producer_name
+            )
+            app.state.api = ApiState(settings, services, offsets, folds)
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
                 yield
@@ -213,12 +242,13 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.post("/v1/exchanges/{exchange_id}/question", status_code=202, response_model=Accepted)
     async def ask(exchange_id: str, body: QuestionIn, request: Request) -> Accepted:
-        env = _envelope(state(request), body, body.idempotency_key)
-        return await _produce(state(request), QuestionAsked(env, exchange_id, body.question, body.channel))
+        env = _envelope(state(request), body, body.idempotency_key, body.thread)
+        event = QuestionAsked(env, exchange_id, body.question, body.channel, body.asker)
+        return await _produce(state(request), event)
 
     @app.post("/v1/exchanges/{exchange_id}/tool-calls", status_code=202, response_model=Accepted)
     async def tool_call(exchange_id: str, body: ToolCallEventIn, request: Request) -> Accepted:
-        env = _envelope(state(request), body, None)
+        env = _envelope(state(request), body, None, body.thread)
         event = ToolCalled(
             env,
             exchange_id,
@@ -233,42 +263,47 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.post("/v1/exchanges/{exchange_id}/answer", status_code=202, response_model=Accepted)
     async def answer(exchange_id: str, body: AnswerIn, request: Request) -> Accepted:
-        env = _envelope(state(request), body, None)
+        env = _envelope(state(request), body, None, body.thread)
         return await _produce(state(request), AnswerGiven(env, exchange_id, body.answer, model=body.model))
 
+    after_query = Query(default=None, description="A position token; wait until it is applied.")
+
     @app.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context)
-    async def context(
-        tenant: str,
-        subject: str,
-        request: Request,
-        after: str | None = Query(default=None, description="A position token; wait until it is applied."),
-    ) -> Context:
-        api = state(request)
-        check_name("tenant", tenant)
-        check_name("subject", subject)
-        if after is not None:
-            await _wait_applied(api, Position.parse(after))
-        session = await api.services.sessions.read(SessionKey(tenant, subject))
-        if session is None:
-            return Context(tenant=tenant, subject=subject, summary="", exchanges=[], facts=[], tokens=0)
-        return Context(
-            tenant=tenant,
-            subject=subject,
-            summary=session.head.summary,
-            exchanges=[ExchangeOut(**exchange.view()) for exchange in session.exchanges],
-            facts=[],
-            tokens=session.head.tokens,
+    async def context(tenant: str, subject: str, request: Request, after: str | None = after_query) -> Context:
+        """The subject's session, ready to put before the model."""
+        return await _context(
+            state(request), ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject)), after
         )
+
+    @app.get("/v1/tenants/{tenant}/public/context", response_model=Context)
+    async def public_context(tenant: str, request: Request, after: str | None = after_query) -> Context:
+        """The tenant's public thread: every question prefixed with its asker's name, no tool results."""
+        return await _context(state(request), ThreadKey.public(check_name("tenant", tenant)), after)
+
+    @app.get("/v1/tenants/{tenant}/agents/{agent}/context", response_model=Context)
+    async def automation_context(tenant: str, agent: str, request: Request, after: str | None = after_query) -> Context:
+        """An automation agent's own thread, apart from the subjects' sessions."""
+        return await _context(
+            state(request), ThreadKey.automation(check_name("tenant", tenant), check_name("agent", agent)), after
+        )
+
+    @app.post("/v1/tenants/{tenant}/subjects/{subject}/reset", status_code=202, response_model=Accepted)
+    async def reset(tenant: str, subject: str, request: Request, body: ResetIn | None = None) -> Accepted:
+        """A new session (seed 000 "/allay new"): the exchanges leave the active session; memories stay."""
+        api = state(request)
+        env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=api.settings.producer_name)
+        position = await api.services.producer.produce([ThreadReset(env, body.reason if body else None)])
+        return Accepted(exchange_id="", position=position.token())
 
     return app
 
 
-def _envelope(api: ApiState, body: Routed, idempotency_key: str | None) -> Envelope:
+def _envelope(api: ApiState, body: Routed, idempotency_key: str | None, thread: str) -> Envelope:
     return Envelope(
         tenant=body.tenant,
         subject=body.subject,
         agent=body.agent,
-        thread=SESSION_THREAD,
+        thread=thread,
         producer=api.settings.producer_name,
         occurred_at=body.occurred_at if body.occurred_at is not None else now_ms(),
         idempotency_key=idempotency_key,
@@ -285,6 +320,39 @@ def _json(field: str, value: Any) -> str:
 async def _produce(api: ApiState, event: QuestionAsked | ToolCalled | AnswerGiven) -> Accepted:
     position = await api.services.producer.produce([event])
     return Accepted(exchange_id=event.exchange_id, position=position.token())
+
+
+async def _context(api: ApiState, key: ThreadKey, after: str | None) -> Context:
+    if after is not None:
+        await _wait_applied(api, Position.parse(after))
+    policy = api.settings.thread_policy()
+    session = await api.services.sessions.read(key)
+    if session is not None and session.head.tokens > policy.urgent_tokens:
+        # seed 000: "Only a session past 42 000 tokens folds before the answer."
+        try:
+            folded = await api.folds.fold(key, urgent=True)
+        except SummarizerFailed as exc:
+            log.warning("urgent fold of %s failed; serving it unfolded: %s", key, exc)
+            folded = None
+        if folded is not None:
+            await _wait_applied(api, folded)
+            session = await api.services.sessions.read(key)
+    session = session or Session()
+    head = session.head
+    return Context(
+        tenant=key.tenant,
+        subject=key.owner if key.thread == SESSION_THREAD else None,
+        thread=key.thread,
+        owner=key.owner,
+        summary=head.summary,
+        exchanges=[ExchangeOut(**exchange.view()) for exchange in session.exchanges],
+        facts=[],
+        tokens=head.tokens,
+        fold_at_tokens=policy.fold_tokens,
+        tokens_to_fold=max(0, policy.fold_tokens - head.tokens),
+        exchanges_to_fold=max(0, policy.fold_exchanges - head.count),
+        rendered=session.render(),
+    )
 
 
 async def _replayed(client: aioredis.Redis, claim: str) -> Accepted:

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from projections.session import ThreadPolicy
+
 # Local stack defaults (loopback only).
 LOCAL_KAFKA_PORT = 9092
 LOCAL_KAFKA_CONTROLLER_PORT = 9093
@@ -51,6 +53,21 @@ class Settings(BaseSettings):
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
     chat_ttl_seconds: int = Field(default=86_400, ge=1, description="Session lifetime after the last question (000).")
+    public_ttl_seconds: int = Field(default=7_200, ge=1, description="Public thread lifetime after its last question.")
+    automation_ttl_seconds: int = Field(default=7_200, ge=1, description="Automation thread lifetime after a wake.")
+    fold_tokens: int = Field(default=32_000, ge=1, description="A session past this many tokens folds (000).")
+    fold_exchanges: int = Field(default=100, ge=1, description="... or past this many exchanges.")
+    fold_keep_tokens: int = Field(default=12_000, ge=0, description="The newest tokens a fold leaves unfolded.")
+    fold_keep_min: int = Field(default=2, ge=0, description="A fold leaves at least this many exchanges.")
+    fold_keep_max: int = Field(default=30, ge=1, description="... and at most this many.")
+    summary_chars: int = Field(default=3_000, ge=100, description="A summary's maximum length.")
+    fold_urgent_tokens: int = Field(default=42_000, ge=1, description="Past this, the context read folds first.")
+    fold_retry_seconds: float = Field(default=30.0, gt=0, description="Wait before retrying a failed fold.")
+    summarizer: Literal["extractive", "openai"] = "extractive"
+    summarizer_url: str | None = Field(default=None, description="OpenAI-compatible base URL (…/v1).")
+    summarizer_model: str | None = None
+    summarizer_api_key: str | None = None
+    summarizer_timeout_seconds: float = Field(default=30.0, gt=0)
     tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
@@ -63,6 +80,20 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
 
     # --- derived ---
+    def thread_policy(self) -> ThreadPolicy:
+        return ThreadPolicy(
+            session_ttl_ms=self.chat_ttl_seconds * 1000,
+            public_ttl_ms=self.public_ttl_seconds * 1000,
+            automation_ttl_ms=self.automation_ttl_seconds * 1000,
+            fold_tokens=self.fold_tokens,
+            fold_exchanges=self.fold_exchanges,
+            keep_tokens=self.fold_keep_tokens,
+            keep_min=self.fold_keep_min,
+            keep_max=self.fold_keep_max,
+            summary_chars=self.summary_chars,
+            urgent_tokens=self.fold_urgent_tokens,
+        )
+
     @property
     def idempotent_producer(self) -> bool:
         # Tansu has no idempotent producer (README, "Local stack").

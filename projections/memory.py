@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from projections.position import Position
-from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionKey, SessionWrite
+from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionWrite, ThreadKey, after
 from projections.stores import ArchivedEvent
 
 
@@ -24,11 +22,11 @@ class _MemoryCheckpoints:
 class MemorySessionStore(_MemoryCheckpoints):
     def __init__(self) -> None:
         super().__init__()
-        self._heads: dict[SessionKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
-        self._exchanges: dict[SessionKey, dict[str, Exchange]] = {}
+        self._heads: dict[ThreadKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
+        self._exchanges: dict[ThreadKey, dict[str, Exchange]] = {}
         self.now_ms = 0  # the clock reads consult; tests move it
 
-    def _alive(self, key: SessionKey) -> bool:
+    def _alive(self, key: ThreadKey) -> bool:
         entry = self._heads.get(key)
         if entry is None:
             return False
@@ -38,8 +36,8 @@ class MemorySessionStore(_MemoryCheckpoints):
             return False
         return True
 
-    async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
-        loaded: dict[tuple[SessionKey, str], tuple[SessionHead | None, Exchange | None]] = {}
+    async def load(self, wanted: list[tuple[ThreadKey, str]]) -> Loaded:
+        loaded: dict[tuple[ThreadKey, str], tuple[SessionHead | None, Exchange | None]] = {}
         for key, exchange_id in wanted:
             if self._alive(key):
                 loaded[(key, exchange_id)] = (self._heads[key][0], self._exchanges[key].get(exchange_id))
@@ -58,7 +56,7 @@ class MemorySessionStore(_MemoryCheckpoints):
                 results.append(self._write_one(write.key, write.change, write.position, now_ms))
         return results
 
-    def _write_one(self, key: SessionKey, change: SessionChange, position: Position, now_ms: int) -> bool:
+    def _write_one(self, key: ThreadKey, change: SessionChange, position: Position, now_ms: int) -> bool:
         alive = self._alive(key)
         if alive and self._heads[key][1] >= position.offset:
             return False
@@ -70,18 +68,20 @@ class MemorySessionStore(_MemoryCheckpoints):
         if change.reset or not alive:
             self._heads[key] = (SessionHead(), -1, change.expires_at)
             self._exchanges[key] = {}
-        head = self._heads[key][0]
-        head = replace(head, tokens=head.tokens + change.token_delta, last_question_at=change.last_question_at)
-        self._heads[key] = (head, position.offset, change.expires_at)
-        self._exchanges[key][change.exchange.exchange_id] = change.exchange
+        held = self._exchanges[key]
+        for exchange_id in change.remove:
+            held.pop(exchange_id, None)
+        if change.exchange is not None:
+            held[change.exchange.exchange_id] = change.exchange
+        self._heads[key] = (after(self._heads[key][0], change), position.offset, change.expires_at)
         return True
 
-    async def read(self, key: SessionKey) -> Session | None:
+    async def read(self, key: ThreadKey) -> Session | None:
         if not self._alive(key):
             return None
         return Session(self._heads[key][0], tuple(self._exchanges[key].values()))
 
-    async def drop(self, key: SessionKey) -> None:
+    async def drop(self, key: ThreadKey) -> None:
         self._heads.pop(key, None)
         self._exchanges.pop(key, None)
 

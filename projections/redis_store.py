@@ -11,10 +11,12 @@ from redis.exceptions import RedisError
 
 from memlog.errors import StoreUnavailable
 from projections.position import Position
-from projections.session import Exchange, Loaded, Session, SessionHead, SessionKey, SessionWrite
+from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
 
 # KEYS: head, exchanges (hash id -> JSON), order (list of ids), checkpoints
-# ARGV: partition, offset, exchange id, exchange JSON, token delta, last question ms, expires-at ms, now ms, reset
+# ARGV: partition, offset, exchange id ('' for none), exchange JSON, token delta, last question ms,
+#       expires-at ms, now ms, reset ('1'/'0'), summary flag ('1' when the summary changes), summary,
+#       summary tokens, count delta, then the ids of exchanges to remove
 _WRITE = """
 local offset = tonumber(ARGV[2])
 local applied = redis.call('HGET', KEYS[4], ARGV[1])
@@ -32,11 +34,21 @@ end
 if ARGV[9] == '1' then
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 end
-if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 0 then
-  redis.call('RPUSH', KEYS[3], ARGV[3])
+for i = 14, #ARGV do
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('LREM', KEYS[3], 1, ARGV[i])
 end
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+if ARGV[3] ~= '' then
+  if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 0 then
+    redis.call('RPUSH', KEYS[3], ARGV[3])
+  end
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+end
+if ARGV[10] == '1' then
+  redis.call('HSET', KEYS[1], 'summary', ARGV[11], 'stokens', ARGV[12])
+end
 redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[5])
+redis.call('HINCRBY', KEYS[1], 'count', ARGV[13])
 redis.call('HSET', KEYS[1], 'pos', ARGV[2], 'last_q', ARGV[6])
 for i = 1, 3 do
   redis.call('PEXPIREAT', KEYS[i], expires)
@@ -70,7 +82,7 @@ def _text(value: Any) -> str:
 
 
 class RedisSessionStore:
-    """Sessions under `<prefix>:session:...`, checkpoints under `<prefix>:applied:<topic>`.
+    """Threads under `<prefix>:<thread>:...`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
         client: a redis.asyncio client (bytes responses).
@@ -83,9 +95,9 @@ class RedisSessionStore:
         self._write = client.register_script(_WRITE)
         self._advance = client.register_script(_ADVANCE)
 
-    def _keys(self, key: SessionKey) -> tuple[str, str, str]:
+    def _keys(self, key: ThreadKey) -> tuple[str, str, str]:
         # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
-        base = f"{self._prefix}:session:{len(key.tenant)}:{key.tenant}:{key.subject}"
+        base = f"{self._prefix}:{key.thread}:{len(key.tenant)}:{key.tenant}:{key.owner}"
         return base, f"{base}:ex", f"{base}:order"
 
     def _checkpoints(self, topic: str) -> str:
@@ -100,8 +112,8 @@ class RedisSessionStore:
         with redis_errors():
             await self._advance(keys=[self._checkpoints(position.topic)], args=[position.partition, position.offset])
 
-    async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
-        keys = sorted({key for key, _ in wanted}, key=lambda k: (k.tenant, k.subject))
+    async def load(self, wanted: list[tuple[ThreadKey, str]]) -> Loaded:
+        keys = sorted({key for key, _ in wanted})
         with redis_errors():
             async with self._redis.pipeline(transaction=False) as pipe:
                 for key in keys:
@@ -127,24 +139,30 @@ class RedisSessionStore:
                         await self._advance(keys=[checkpoints], args=[position.partition, position.offset], client=pipe)
                         continue
                     change = write.change
+                    exchange = change.exchange
                     await self._write(
                         keys=[*self._keys(write.key), checkpoints],
                         args=[
                             position.partition,
                             position.offset,
-                            change.exchange.exchange_id,
-                            change.exchange.to_json(),
+                            exchange.exchange_id if exchange else "",
+                            exchange.to_json() if exchange else "",
                             change.token_delta,
                             change.last_question_at,
                             change.expires_at,
                             now_ms,
                             "1" if change.reset else "0",
+                            "0" if change.summary is None else "1",
+                            change.summary or "",
+                            change.summary_tokens,
+                            change.count_delta,
+                            *change.remove,
                         ],
                         client=pipe,
                     )
                 return [bool(reply) for reply in await pipe.execute()]
 
-    async def read(self, key: SessionKey) -> Session | None:
+    async def read(self, key: ThreadKey) -> Session | None:
         head_key, ex_key, order_key = self._keys(key)
         with redis_errors():
             async with self._redis.pipeline(transaction=True) as pipe:
@@ -160,7 +178,7 @@ class RedisSessionStore:
             exchanges=tuple(Exchange.from_json(exchanges[_text(i)]) for i in order if _text(i) in exchanges),
         )
 
-    async def drop(self, key: SessionKey) -> None:
+    async def drop(self, key: ThreadKey) -> None:
         with redis_errors():
             await self._redis.delete(*self._keys(key))
 
@@ -171,6 +189,8 @@ def _head(raw: dict[Any, Any]) -> SessionHead:
         last_question_at=int(fields.get("last_q", 0)),
         tokens=int(fields.get("tokens", 0)),
         summary=fields.get("summary", ""),
+        summary_tokens=int(fields.get("stokens", 0)),
+        count=int(fields.get("count", 0)),
     )
 
 

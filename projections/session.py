@@ -1,6 +1,7 @@
-"""The subject's session: pure rules that fold thread events into exchanges (seed 000, "The session").
+"""Threads: pure rules that fold thread events into exchanges (seed 000, "The session", "Other threads").
 
-No I/O here. The agent loads what the rule needs, calls it, and hands the result to a store.
+A thread is the subject's session, the tenant's public thread, or an agent's automation thread.
+No I/O here. The agent loads what the rules need, calls them, and hands the result to a store.
 """
 
 from __future__ import annotations
@@ -11,15 +12,63 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from projections.position import Position
-from schemas.events import SESSION_THREAD, AnswerGiven, QuestionAsked, ThreadEvent, ToolCalled
+from schemas.events import (
+    AUTOMATION_THREAD,
+    PUBLIC_THREAD,
+    SESSION_THREAD,
+    AnswerGiven,
+    QuestionAsked,
+    ThreadEvent,
+    ThreadFolded,
+    ThreadReset,
+    ToolCalled,
+)
 
 TokenCounter = Callable[[str], int]
 
 
 @dataclass(frozen=True)
-class SessionKey:
+class ThreadPolicy:
+    """The numbers of seed 000; every one is a setting whose default is the document's."""
+
+    session_ttl_ms: int = 86_400_000  # CHAT_TTL_SECONDS: 24 h after the last question
+    public_ttl_ms: int = 7_200_000  # public thread: 2 h after its last question
+    automation_ttl_ms: int = 7_200_000  # automation thread: 2 h after the agent's last wake
+    fold_tokens: int = 32_000  # "past about 32 000 tokens ..."
+    fold_exchanges: int = 100  # "... or 100 exchanges"
+    keep_tokens: int = 12_000  # "everything but the newest 12 000 tokens"
+    keep_min: int = 2  # "at least 2 exchanges"
+    keep_max: int = 30  # "at most 30"
+    summary_chars: int = 3_000  # "a summary of up to 3000 characters"
+    urgent_tokens: int = 42_000  # "only a session past 42 000 tokens folds before the answer"
+
+    def ttl_ms(self, thread: str) -> int:
+        if thread == PUBLIC_THREAD:
+            return self.public_ttl_ms
+        if thread == AUTOMATION_THREAD:
+            return self.automation_ttl_ms
+        return self.session_ttl_ms
+
+
+@dataclass(frozen=True, order=True)
+class ThreadKey:
+    """One thread: (tenant, session, subject), (tenant, public, ""), or (tenant, automation, agent)."""
+
     tenant: str
-    subject: str
+    thread: str
+    owner: str
+
+    @classmethod
+    def session(cls, tenant: str, subject: str) -> ThreadKey:
+        return cls(tenant, SESSION_THREAD, subject)
+
+    @classmethod
+    def public(cls, tenant: str) -> ThreadKey:
+        return cls(tenant, PUBLIC_THREAD, "")
+
+    @classmethod
+    def automation(cls, tenant: str, agent: str) -> ThreadKey:
+        return cls(tenant, AUTOMATION_THREAD, agent)
 
 
 @dataclass(frozen=True)
@@ -73,6 +122,19 @@ class Exchange:
         raw["tool_calls"] = tuple(ToolCall(**call) for call in raw["tool_calls"])
         return cls(**raw)
 
+    def render(self) -> str:
+        """The exchange as the model reads it. Parts only ever append, so renderings grow at the end."""
+        if self.channel == "askx":
+            # seed 000: "/askx requests land in the session as one line: what was asked and which commands came out"
+            return f"askx: {self.question} -> " + (f"{self.answer}\n" if self.answer is not None else "")
+        text = f"Q: {self.question}\n"
+        for call in self.tool_calls:
+            status = "ok" if call.ok else "failed"
+            text += f"tool {call.name}({call.arguments}) {status}: {call.result}\n"
+        if self.answer is not None:
+            text += f"A: {self.answer}\n"
+        return text
+
     def view(self) -> dict[str, Any]:
         """What a reader of the context sees: tool arguments and results as JSON values."""
         return {
@@ -92,16 +154,19 @@ class Exchange:
             "channel": self.channel,
             "occurred_at": self.occurred_at,
             "complete": self.complete,
+            "line": self.render().rstrip("\n") if self.channel == "askx" else None,
         }
 
 
 @dataclass(frozen=True)
 class SessionHead:
-    """What a session holds besides its exchanges."""
+    """What a thread holds besides its exchanges."""
 
     last_question_at: int = 0
-    tokens: int = 0
+    tokens: int = 0  # exchanges' tokens plus the summary's
     summary: str = ""
+    summary_tokens: int = 0
+    count: int = 0  # exchanges held
 
 
 @dataclass(frozen=True)
@@ -109,21 +174,29 @@ class Session:
     head: SessionHead = field(default_factory=SessionHead)
     exchanges: tuple[Exchange, ...] = ()
 
+    def render(self) -> str:
+        """The context as one text. Between folds it only grows at the end (prompt caches keep it)."""
+        text = f"Summary of the earlier conversation:\n{self.head.summary}\n\n" if self.head.summary else ""
+        return text + "".join(exchange.render() for exchange in self.exchanges)
+
 
 @dataclass(frozen=True)
 class SessionChange:
-    """The effect of one event on one session, for a store to write atomically."""
+    """The effect of one event on one thread, for a store to write atomically."""
 
-    exchange: Exchange
-    is_new: bool
-    reset: bool  # the session had expired by this event's time: start it afresh
+    exchange: Exchange | None  # upserted; appended to the order when new
+    reset: bool  # the thread starts afresh: it expired by this event's time, or was reset
     token_delta: int
     last_question_at: int
-    expires_at: int  # epoch ms; at or before now means: do not write, the session is gone
+    expires_at: int  # epoch ms; at or before now means: do not write, the thread is gone
+    remove: tuple[str, ...] = ()  # exchanges folded away
+    summary: str | None = None  # the new summary, when it changes
+    summary_tokens: int = 0
+    count_delta: int = 0
 
 
-def render_tool_call(call: ToolCall) -> str:
-    return f"tool {call.name}({call.arguments}) -> {'ok' if call.ok else 'failed'}: {call.result}"
+def _expired(head: SessionHead | None, ttl_ms: int, at: int) -> bool:
+    return head is not None and head.last_question_at > 0 and head.last_question_at + ttl_ms <= at
 
 
 def apply_event(
@@ -133,14 +206,22 @@ def apply_event(
     *,
     ttl_ms: int,
     count_tokens: TokenCounter,
+    covered: Mapping[str, Exchange | None] | None = None,
 ) -> SessionChange | None:
-    """Fold one thread event into the exchange it belongs to.
+    """Fold one exchange event, fold or reset into its thread.
 
-    Returns None when the event changes nothing (a question already recorded).
-    Tokens are counted once, on the text each event adds; the session is never re-counted.
+    Returns None when the event changes nothing: a question already recorded, a tool result on the
+    public thread (only the asker may see it), a fold whose exchanges are gone already.
+    Tokens are counted once, on the text each event adds; the thread is never re-counted.
+    `covered` holds the exchanges a ThreadFolded names, as loaded.
     """
     env = event.envelope
-    reset = head is not None and head.last_question_at > 0 and head.last_question_at + ttl_ms <= env.occurred_at
+    if isinstance(event, ThreadReset):
+        last = head.last_question_at if head else env.occurred_at
+        return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")
+    if isinstance(event, ThreadFolded):
+        return _apply_fold(head, event, ttl_ms, count_tokens, covered or {})
+    reset = _expired(head, ttl_ms, env.occurred_at)
     if reset:
         head, exchange = None, None
     last_question_at = head.last_question_at if head else 0
@@ -149,20 +230,26 @@ def apply_event(
     if isinstance(event, QuestionAsked):
         if not is_new and current.question:
             return None  # a redelivered or retried question: the exchange already holds it
-        added = event.question
+        question = event.question
+        if env.thread == PUBLIC_THREAD:
+            # seed 000: "Each question starts with the asker's name, so a friend's follow-up makes sense."
+            question = f"{event.asker or env.subject or 'someone'}: {question}"
+        added = question
         updated = replace(
             current,
-            question=event.question,
+            question=question,
             channel=event.channel,
             occurred_at=env.occurred_at,
             idempotency_key=env.idempotency_key,
         )
         last_question_at = max(last_question_at, env.occurred_at)
     elif isinstance(event, ToolCalled):
+        if env.thread == PUBLIC_THREAD:
+            return None  # seed 000: the public thread "keeps the answers but not the tool results"
         call = ToolCall(event.call_index, event.name, event.arguments, event.result, event.ok, event.duration_ms)
         others = tuple(c for c in current.tool_calls if c.call_index != call.call_index)
         replaced = len(others) != len(current.tool_calls)
-        added = "" if replaced else render_tool_call(call)
+        added = "" if replaced else f"tool {call.name}({call.arguments}): {call.result}"
         updated = replace(current, tool_calls=tuple(sorted((*others, call), key=lambda c: c.call_index)))
     else:
         assert isinstance(event, AnswerGiven)
@@ -174,30 +261,98 @@ def apply_event(
     updated = replace(updated, tokens=updated.tokens + delta)
     return SessionChange(
         exchange=updated,
-        is_new=is_new,
         reset=reset,
         token_delta=delta,
         last_question_at=last_question_at,
         expires_at=last_question_at + ttl_ms,
+        count_delta=1 if is_new else 0,
     )
 
 
-def fold_session(events: list[ThreadEvent], *, ttl_ms: int, now_ms: int, count_tokens: TokenCounter) -> Session:
-    """Fold a whole event sequence in memory: the reference the stores must agree with."""
-    head = SessionHead()
-    exchanges: dict[str, Exchange] = {}
+def _apply_fold(
+    head: SessionHead | None,
+    event: ThreadFolded,
+    ttl_ms: int,
+    count_tokens: TokenCounter,
+    covered: Mapping[str, Exchange | None],
+) -> SessionChange | None:
+    if head is None or _expired(head, ttl_ms, event.envelope.occurred_at):
+        return None
+    folded = [covered.get(exchange_id) for exchange_id in event.covers]
+    present = [exchange for exchange in folded if exchange is not None]
+    if len(present) != len(folded):
+        return None  # applied already, or the thread was reset since: a fold is all or nothing
+    summary_tokens = count_tokens(event.summary) if event.summary else 0
+    return SessionChange(
+        exchange=None,
+        reset=False,
+        token_delta=summary_tokens - head.summary_tokens - sum(exchange.tokens for exchange in present),
+        last_question_at=head.last_question_at,
+        expires_at=head.last_question_at + ttl_ms,
+        remove=tuple(event.covers),
+        summary=event.summary,
+        summary_tokens=summary_tokens,
+        count_delta=-len(present),
+    )
+
+
+def after(head: SessionHead | None, change: SessionChange) -> SessionHead:
+    """The head a store holds once it has written the change."""
+    base = SessionHead() if change.reset or head is None else head
+    return SessionHead(
+        last_question_at=change.last_question_at,
+        tokens=base.tokens + change.token_delta,
+        summary=base.summary if change.summary is None else change.summary,
+        summary_tokens=base.summary_tokens if change.summary is None else change.summary_tokens,
+        count=base.count + change.count_delta,
+    )
+
+
+def event_exchange_ids(event: ThreadEvent) -> tuple[str, ...]:
+    """The exchanges a rule needs loaded to apply the event."""
+    if isinstance(event, ThreadFolded):
+        return event.covers
+    if isinstance(event, ThreadReset):
+        return ()
+    return (event.exchange_id,)
+
+
+def thread_key(event: ThreadEvent) -> ThreadKey:
+    env = event.envelope
+    return ThreadKey(env.tenant, env.thread, env.owner)
+
+
+def fold_session(
+    events: Sequence[ThreadEvent], *, policy: ThreadPolicy, now_ms: int, count_tokens: TokenCounter
+) -> dict[ThreadKey, Session]:
+    """Fold a whole event sequence in memory, every thread at once: the reference the stores must agree with."""
+    heads: dict[ThreadKey, SessionHead] = {}
+    threads: dict[ThreadKey, dict[str, Exchange]] = {}
     for event in events:
-        change = apply_event(head, exchanges.get(event.exchange_id), event, ttl_ms=ttl_ms, count_tokens=count_tokens)
+        key = thread_key(event)
+        held = threads.setdefault(key, {})
+        ids = event_exchange_ids(event)
+        change = apply_event(
+            heads.get(key),
+            held.get(ids[0]) if ids and not isinstance(event, ThreadFolded) else None,
+            event,
+            ttl_ms=policy.ttl_ms(key.thread),
+            count_tokens=count_tokens,
+            covered={exchange_id: held.get(exchange_id) for exchange_id in ids},
+        )
         if change is None or change.expires_at <= now_ms:
             continue
         if change.reset:
-            head, exchanges = SessionHead(), {}
-        exchanges[change.exchange.exchange_id] = change.exchange
-        head = replace(head, tokens=head.tokens + change.token_delta, last_question_at=change.last_question_at)
-    return Session(head, tuple(exchanges.values()))
+            held.clear()
+        for exchange_id in change.remove:
+            held.pop(exchange_id, None)
+        if change.exchange is not None:
+            held[change.exchange.exchange_id] = change.exchange
+        heads[key] = after(None if change.reset else heads.get(key), change)
+    return {key: Session(heads[key], tuple(threads[key].values())) for key in heads if heads[key].last_question_at}
 
 
-Loaded = Mapping[tuple[SessionKey, str], tuple[SessionHead | None, Exchange | None]]
+Loaded = Mapping[tuple[ThreadKey, str], tuple[SessionHead | None, Exchange | None]]
 
 
 @dataclass(frozen=True)
@@ -205,45 +360,48 @@ class SessionWrite:
     """One planned store write. Without a change it only records the position as applied."""
 
     position: Position
-    key: SessionKey | None = None
+    key: ThreadKey | None = None
     change: SessionChange | None = None
 
 
-def session_key(event: ThreadEvent) -> SessionKey | None:
-    """The subject's session an event belongs to; None for public and automation threads."""
-    env = event.envelope
-    if env.thread != SESSION_THREAD or env.subject is None:
-        return None
-    return SessionKey(env.tenant, env.subject)
+@dataclass(frozen=True)
+class BatchPlan:
+    writes: list[SessionWrite]
+    heads: dict[ThreadKey, SessionHead | None]  # as they stand after the batch
+    answered: set[ThreadKey]  # threads where an answer landed: the moment a fold may follow
 
 
 def plan_batch(
     events: Sequence[tuple[ThreadEvent, Position]],
     loaded: Loaded,
     *,
-    ttl_ms: int,
+    policy: ThreadPolicy,
     now_ms: int,
     count_tokens: TokenCounter,
-) -> list[SessionWrite]:
+) -> BatchPlan:
     """The writes for a run of events, given the state loaded before it.
 
-    Later events of the same session see the effect of earlier ones, exactly as the store will
-    hold it, so a whole batch is loaded in one round trip and written in another.
+    Later events of a thread see the effect of earlier ones, exactly as the store will hold it,
+    so a whole batch is loaded in one round trip and written in another.
     """
-    heads: dict[SessionKey, SessionHead | None] = {}
-    exchanges: dict[tuple[SessionKey, str], Exchange | None] = {}
+    heads: dict[ThreadKey, SessionHead | None] = {}
+    exchanges: dict[tuple[ThreadKey, str], Exchange | None] = {}
     for (loaded_key, exchange_id), (loaded_head, loaded_exchange) in loaded.items():
         heads.setdefault(loaded_key, loaded_head)
         exchanges[(loaded_key, exchange_id)] = loaded_exchange
     writes: list[SessionWrite] = []
+    answered: set[ThreadKey] = set()
     for event, position in events:
-        key = session_key(event)
-        if key is None:
-            writes.append(SessionWrite(position))
-            continue
+        key = thread_key(event)
         head = heads.get(key)
+        ids = event_exchange_ids(event)
         change = apply_event(
-            head, exchanges.get((key, event.exchange_id)), event, ttl_ms=ttl_ms, count_tokens=count_tokens
+            head,
+            exchanges.get((key, ids[0])) if ids and not isinstance(event, ThreadFolded) else None,
+            event,
+            ttl_ms=policy.ttl_ms(key.thread),
+            count_tokens=count_tokens,
+            covered={exchange_id: exchanges.get((key, exchange_id)) for exchange_id in ids},
         )
         if change is None:
             writes.append(SessionWrite(position))
@@ -252,13 +410,42 @@ def plan_batch(
         if change.expires_at <= now_ms:
             continue  # the store will not write it
         if change.reset:
-            head = None
             for cached in [k for k in exchanges if k[0] == key]:
                 exchanges[cached] = None
-        heads[key] = SessionHead(
-            last_question_at=change.last_question_at,
-            tokens=(head.tokens if head else 0) + change.token_delta,
-            summary=head.summary if head else "",
-        )
-        exchanges[(key, event.exchange_id)] = change.exchange
-    return writes
+        for exchange_id in change.remove:
+            exchanges[(key, exchange_id)] = None
+        if change.exchange is not None:
+            exchanges[(key, change.exchange.exchange_id)] = change.exchange
+        heads[key] = after(head, change)
+        if isinstance(event, AnswerGiven):
+            answered.add(key)
+    return BatchPlan(writes, heads, answered)
+
+
+def needs_fold(head: SessionHead | None, policy: ThreadPolicy) -> bool:
+    """Past about 32,000 tokens or 100 exchanges (seed 000)."""
+    return head is not None and (head.tokens > policy.fold_tokens or head.count > policy.fold_exchanges)
+
+
+def plan_fold(session: Session, policy: ThreadPolicy) -> list[Exchange]:
+    """The exchanges to fold: everything but the newest 12,000 tokens, keeping at least 2 and at most 30.
+
+    Only complete exchanges fold; an exchange still waiting for its answer stays, with all after it.
+    """
+    if not needs_fold(session.head, policy):
+        return []
+    exchanges = session.exchanges
+    kept = 0
+    tail_tokens = 0
+    for exchange in reversed(exchanges):
+        if kept >= policy.keep_max:
+            break
+        if kept >= policy.keep_min and tail_tokens + exchange.tokens > policy.keep_tokens:
+            break
+        kept += 1
+        tail_tokens += exchange.tokens
+    candidates = list(exchanges[: len(exchanges) - kept])
+    for index, exchange in enumerate(candidates):
+        if not exchange.complete:
+            return candidates[:index]
+    return candidates

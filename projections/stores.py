@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from projections.position import Position
-from projections.session import Loaded, Session, SessionKey, SessionWrite
+from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
-__all__ = ["ArchiveStore", "ArchivedEvent", "Checkpoints", "SessionKey", "SessionStore"]
+__all__ = ["ArchiveStore", "ArchivedEvent", "Checkpoints", "SessionStore", "ThreadKey"]
 
 
 class Checkpoints(Protocol):
@@ -28,9 +28,9 @@ class Checkpoints(Protocol):
 
 
 class SessionStore(Checkpoints, Protocol):
-    """Subjects' sessions: whole exchanges, a head, and an expiry."""
+    """Threads (sessions, public, automation): whole exchanges, a head with the summary, and an expiry."""
 
-    async def load(self, wanted: list[tuple[SessionKey, str]]) -> Loaded:
+    async def load(self, wanted: list[tuple[ThreadKey, str]]) -> Loaded:
         """Heads of sessions and some of their exchanges, as the pure rule needs them (one round trip)."""
         ...
 
@@ -41,11 +41,11 @@ class SessionStore(Checkpoints, Protocol):
         """
         ...
 
-    async def read(self, key: SessionKey) -> Session | None:
+    async def read(self, key: ThreadKey) -> Session | None:
         """The whole session as one consistent snapshot, None when there is none."""
         ...
 
-    async def drop(self, key: SessionKey) -> None: ...
+    async def drop(self, key: ThreadKey) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,10 @@ from memlog.errors import InvalidEvent
 
 Channel = Literal["v1", "v2", "askx"]
 CHANNELS: tuple[str, ...] = ("v1", "v2", "askx")
-SESSION_THREAD = "session"
+SESSION_THREAD = "session"  # the subject's own session
+PUBLIC_THREAD = "public"  # one per tenant (seed 000, "Other threads")
+AUTOMATION_THREAD = "automation"  # one per agent
+THREADS: tuple[str, ...] = (SESSION_THREAD, PUBLIC_THREAD, AUTOMATION_THREAD)
 MAX_NAME_LENGTH = 200
 KEY_SEPARATOR = "\x1f"  # a control character, which names may not contain
 
@@ -67,14 +70,23 @@ class Envelope:
             check_name("subject", self.subject)
         if self.agent is not None:
             check_name("agent", self.agent)
-        check_name("thread", self.thread)
+        if self.thread not in THREADS:
+            raise InvalidEvent("thread", f"must be one of {', '.join(THREADS)}, not {self.thread!r}")
+        if self.thread == SESSION_THREAD and self.subject is None:
+            raise InvalidEvent("subject", "a session event needs its subject")
+        if self.thread == AUTOMATION_THREAD and self.agent is None:
+            raise InvalidEvent("agent", "an automation thread event needs its agent")
         if not isinstance(self.occurred_at, int) or self.occurred_at < 0:
             raise InvalidEvent("occurred_at", "must be a non-negative epoch-milliseconds integer")
 
     @property
     def owner(self) -> str:
-        """Who the thread belongs to: the subject of a session, else the agent, else the tenant."""
-        return self.subject or self.agent or ""
+        """Who the thread belongs to: the subject of a session, the agent of an automation thread, else the tenant."""
+        if self.thread == SESSION_THREAD:
+            return self.subject or ""
+        if self.thread == AUTOMATION_THREAD:
+            return self.agent or ""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -84,10 +96,13 @@ class QuestionAsked:
     exchange_id: str
     question: str
     channel: str = "v2"
+    asker: str | None = None  # v2: display name, prefixed to public questions
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("question", self.question)
+        if self.asker is not None:
+            check_name("asker", self.asker)
         if self.channel not in CHANNELS:
             raise InvalidEvent("channel", f"must be one of {', '.join(CHANNELS)}, not {self.channel!r}")
 
@@ -131,16 +146,45 @@ class AnswerGiven:
         check_text("answer", self.answer, allow_empty=True)
 
 
-ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven
-EVENT_TYPES: dict[str, type[QuestionAsked] | type[ToolCalled] | type[AnswerGiven]] = {
-    cls.TYPE: cls for cls in (QuestionAsked, ToolCalled, AnswerGiven)
+@dataclass(frozen=True)
+class ThreadFolded:
+    TYPE: ClassVar[str] = "memlog.ThreadFolded"
+    envelope: Envelope
+    fold_id: str
+    summary: str
+    covers: tuple[str, ...]
+    summarizer: str
+    urgent: bool = False
+
+    def __post_init__(self) -> None:
+        check_name("fold_id", self.fold_id)
+        if not self.covers:
+            raise InvalidEvent("covers", "a fold covers at least one exchange")
+        object.__setattr__(self, "covers", tuple(self.covers))  # Avro hands back a list
+
+
+@dataclass(frozen=True)
+class ThreadReset:
+    TYPE: ClassVar[str] = "memlog.ThreadReset"
+    envelope: Envelope
+    reason: str | None = None
+
+
+ExchangeEvent = QuestionAsked | ToolCalled | AnswerGiven
+ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset
+EVENT_TYPES: dict[str, type[ThreadEvent]] = {
+    cls.TYPE: cls for cls in (QuestionAsked, ToolCalled, AnswerGiven, ThreadFolded, ThreadReset)
 }
 
 
 def to_record(event: ThreadEvent, schema_version: int = 1) -> dict[str, Any]:
     """The Avro record of an event."""
     env = event.envelope
-    body = {name: value for name, value in event.__dict__.items() if name != "envelope"}
+    body = {
+        name: (list(value) if isinstance(value, tuple) else value)
+        for name, value in event.__dict__.items()
+        if name != "envelope"
+    }
     return {
         "envelope": {
             "event_id": env.event_id,
@@ -207,7 +251,7 @@ def _json_text(field_name: str, value: Any) -> str:
         raise InvalidEvent(field_name, f"is not JSON-serialisable: {exc}") from None
 
 
-def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None = None) -> list[ThreadEvent]:
+def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None = None) -> list[ExchangeEvent]:
     """Validate a whole exchange and turn it into its events, in order, sharing one exchange id.
 
     The same function serves the HTTP API and the Python producer, so both refuse the same input.
@@ -227,6 +271,8 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
         "model",
         "trace_id",
         "exchange_id",
+        "thread",
+        "asker",
     }
     unknown = sorted(set(payload) - known)
     if unknown:
@@ -251,13 +297,13 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
         tenant=tenant,
         subject=subject,
         agent=payload.get("agent"),
-        thread=SESSION_THREAD,
+        thread=str(payload.get("thread") or SESSION_THREAD),
         producer=producer,
         occurred_at=occurred_at,
         idempotency_key=key,
         trace_id=payload.get("trace_id"),
     )
-    events: list[ThreadEvent] = [QuestionAsked(envelope, exchange_id, question, str(payload.get("channel") or "v2"))]
+    events: list[ExchangeEvent] = [QuestionAsked(envelope, exchange_id, question, str(payload.get("channel") or "v2"))]
     for index, call in enumerate(tool_calls):
         where = f"tool_calls[{index}]"
         if not isinstance(call, dict):

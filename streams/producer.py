@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,26 +38,36 @@ class EventProducer:
     def __init__(self, settings: Settings, codec: Codec, *, idempotence: bool = True) -> None:
         self._settings = settings
         self._codec = codec
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=settings.bootstrap,
+        self._idempotence = idempotence
+        self._partitioner = DefaultPartitioner()
+        self._kafka: AIOKafkaProducer | None = None
+
+    @property
+    def _producer(self) -> AIOKafkaProducer:
+        if self._kafka is None:
+            raise LogUnavailable("the producer is not started")
+        return self._kafka
+
+    async def start(self) -> None:
+        """Connect; the client is made here because it belongs to the running event loop."""
+        self._kafka = AIOKafkaProducer(
+            bootstrap_servers=self._settings.bootstrap,
             acks="all",
-            enable_idempotence=idempotence,
-            max_request_size=settings.max_message_bytes,
-            max_batch_size=settings.max_message_bytes,
+            enable_idempotence=self._idempotence,
+            max_request_size=self._settings.max_message_bytes,
+            max_batch_size=self._settings.max_message_bytes,
             linger_ms=2,
             request_timeout_ms=15000,
         )
-        self._partitioner = DefaultPartitioner()
-
-    async def start(self) -> None:
         try:
-            await self._producer.start()
+            await self._kafka.start()
         except KafkaError as exc:
-            await self._producer.stop()
+            await self._kafka.stop()
             raise LogUnavailable(f"kafka at {self._settings.bootstrap}: {exc}") from exc
 
     async def stop(self) -> None:
-        await self._producer.stop()
+        if self._kafka is not None:
+            await self._kafka.stop()
 
     async def __aenter__(self) -> EventProducer:
         await self.start()
@@ -68,10 +79,10 @@ class EventProducer:
     async def record_exchange(self, payload: dict[str, Any]) -> Recorded:
         """Record a whole exchange: question, tool calls and answer, in one batch on one partition."""
         events = exchange_events(payload, producer=self._settings.producer_name)
-        position = await self.produce(events)
+        position = await self.produce(list(events))
         return Recorded(events[0].exchange_id, position)
 
-    async def produce(self, events: list[ThreadEvent]) -> Position:
+    async def produce(self, events: Sequence[ThreadEvent]) -> Position:
         """Produce events of one thread in order, atomically as one batch; returns the last one's position."""
         if not events:
             raise InvalidEvent("events", "nothing to produce")
@@ -80,6 +91,9 @@ class EventProducer:
         if any(record_key(e.envelope.tenant, e.envelope.owner) != key for e in events):
             raise InvalidEvent("events", "a batch must belong to one thread owner")
         values = [self._codec.encode(e.TYPE, to_record(e)) for e in events]
+        size = sum(len(value) for value in values)
+        if size > self._settings.max_message_bytes:
+            raise InvalidEvent("body", f"encodes to {size} bytes; at most {self._settings.max_message_bytes}")
         topic = self._settings.threads_topic
         try:
             partitions = sorted(await self._producer.partitions_for(topic))

@@ -19,7 +19,10 @@ from projections.tokens import TokenCounter, load_encoding
 from streams.agents.archive import ArchiveStep
 from streams.agents.sessions import SessionStep
 from streams.app import create_app
+from streams.folds import FoldScheduler, FoldService
+from streams.producer import EventProducer
 from streams.projector import Projector, Record, Step
+from streams.summarizers import make_summarizer
 from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -83,17 +86,22 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
             counter=counters,
         )
 
-    ttl_ms = settings.chat_ttl_seconds * 1000
-    subscribe(
-        app,
-        threads,
-        projector("sessions", SessionStep(sessions, ttl_ms=ttl_ms, count_tokens=count_tokens), sessions),
-        settings,
+    producer = EventProducer(settings, codec, idempotence=settings.idempotent_producer)
+    folds = FoldScheduler(
+        FoldService(sessions, producer, make_summarizer(settings), settings.thread_policy(), settings.producer_name),
+        settings.fold_retry_seconds,
     )
+    step = SessionStep(sessions, policy=settings.thread_policy(), count_tokens=count_tokens, request_fold=folds.request)
+    subscribe(app, threads, projector("sessions", step, sessions), settings)
     subscribe(
         app, threads, projector("archive", ArchiveStep(archive, archive_checkpoints), archive_checkpoints), settings
     )
-    return app, archive.prepare
+
+    async def prepare() -> None:
+        await archive.prepare()
+        await producer.start()
+
+    return app, prepare
 
 
 def run_worker(settings: Settings) -> None:

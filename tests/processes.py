@@ -56,8 +56,10 @@ class MemlogProcess:
         deadline = time.monotonic() + timeout
         while marker not in self.output()[after:]:
             if self.process.poll() is not None:
+                self._log.close()
                 raise AssertionError(f"{self.part} exited with {self.process.returncode}:\n{self.output()[-3000:]}")
             if time.monotonic() > deadline:
+                self.stop()
                 raise AssertionError(f"{self.part} never logged {marker!r}:\n{self.output()[-3000:]}")
             time.sleep(0.1)
 

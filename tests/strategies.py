@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ToolCalled
+from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ThreadReset, ToolCalled
 
 names = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
 texts = st.text(max_size=300).filter(lambda s: "\x00" not in s or True)
@@ -22,11 +22,12 @@ json_values: st.SearchStrategy[Any] = st.recursive(
 def envelopes(
     draw: st.DrawFn, tenant: str | None = None, subject: str | None = None, at: int | None = None
 ) -> Envelope:
+    thread = draw(st.sampled_from(["session", "public", "automation"]))
     return Envelope(
         tenant=tenant if tenant is not None else draw(names),
-        subject=subject if subject is not None else draw(st.none() | names),
-        agent=draw(st.none() | names),
-        thread="session",
+        subject=subject if subject is not None else (draw(names) if thread == "session" else draw(st.none() | names)),
+        agent=draw(names) if thread == "automation" else draw(st.none() | names),
+        thread=thread,
         producer=draw(names),
         occurred_at=at if at is not None else draw(st.integers(0, 2**41)),
         idempotency_key=draw(st.none() | names),
@@ -38,9 +39,26 @@ def envelopes(
 def thread_events(draw: st.DrawFn) -> ThreadEvent:
     env = draw(envelopes())
     exchange_id = draw(names)
-    kind = draw(st.sampled_from(["question", "tool", "answer"]))
+    kind = draw(st.sampled_from(["question", "tool", "answer", "fold", "reset"]))
     if kind == "question":
-        return QuestionAsked(env, exchange_id, draw(texts.filter(bool)), draw(st.sampled_from(["v1", "v2", "askx"])))
+        return QuestionAsked(
+            env,
+            exchange_id,
+            draw(texts.filter(bool)),
+            draw(st.sampled_from(["v1", "v2", "askx"])),
+            draw(st.none() | names),
+        )
+    if kind == "fold":
+        return ThreadFolded(
+            env,
+            draw(names),
+            draw(texts),
+            tuple(draw(st.lists(names, min_size=1, max_size=5))),
+            draw(names),
+            draw(st.booleans()),
+        )
+    if kind == "reset":
+        return ThreadReset(env, draw(st.none() | texts))
     if kind == "tool":
         return ToolCalled(
             env,
@@ -64,16 +82,26 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
 
 @st.composite
 def session_histories(draw: st.DrawFn, ttl_ms: int) -> list[ThreadEvent]:
-    """Events of one subject's session, in log order, with gaps that sometimes outlive the TTL."""
+    """Events of one subject's session and the tenant's public thread, in log order: exchanges with gaps
+    that sometimes outlive the TTL, folds over earlier exchanges (some already folded), and resets."""
     clock = draw(st.integers(10**12, 2 * 10**12))
     events: list[ThreadEvent] = []
+    ids: list[str] = []
     for number in range(draw(st.integers(1, 12))):
         clock += draw(st.sampled_from([1000, 60_000, ttl_ms // 2, ttl_ms + 1]))
-        env = Envelope(tenant="t", subject="s", thread="session", producer="p", occurred_at=clock)
+        thread = draw(st.sampled_from(["session", "session", "public"]))
+        env = Envelope(tenant="t", subject="s", thread=thread, producer="p", occurred_at=clock)
         exchange_id = f"x{number}"
-        events.append(QuestionAsked(env, exchange_id, draw(texts.filter(bool))))
+        ids.append(exchange_id)
+        events.append(QuestionAsked(env, exchange_id, draw(texts.filter(bool)), asker=draw(st.none() | names)))
         for index in range(draw(st.integers(0, 2))):
             events.append(ToolCalled(env, exchange_id, index, "tool", "{}", json.dumps(draw(json_values))))
         if draw(st.booleans()):
             events.append(AnswerGiven(env, exchange_id, draw(texts)))
+        action = draw(st.sampled_from(["none", "none", "fold", "reset"]))
+        if action == "fold":
+            covers = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
+            events.append(ThreadFolded(env, f"f{number}", draw(texts), tuple(covers), "extractive"))
+        elif action == "reset":
+            events.append(ThreadReset(env))
     return events

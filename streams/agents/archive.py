@@ -23,7 +23,7 @@ class ArchiveStep:
                     tenant=event.envelope.tenant,
                     subject=event.envelope.subject,
                     thread=event.envelope.thread,
-                    exchange_id=event.exchange_id,
+                    exchange_id=getattr(event, "exchange_id", None),  # folds and resets have none
                     event_type=event.TYPE,
                     occurred_at=event.envelope.occurred_at,
                     record=to_record(event),

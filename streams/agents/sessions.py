@@ -1,28 +1,56 @@
-"""The session projection: thread events into the subject's Redis session."""
+"""The thread projection: sessions, public and automation threads into Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from projections.session import TokenCounter, plan_batch, session_key
+from projections.session import (
+    ThreadKey,
+    ThreadPolicy,
+    TokenCounter,
+    event_exchange_ids,
+    needs_fold,
+    plan_batch,
+    thread_key,
+)
 from projections.stores import SessionStore
 from schemas.events import now_ms
 from streams.projector import Positioned
 
 
 class SessionStep:
-    """Load what the rule needs for a batch (one round trip), plan it purely, write it (one round trip)."""
+    """Load what the rules need for a batch (one round trip), plan it purely, write it (one round trip).
 
-    def __init__(self, store: SessionStore, *, ttl_ms: int, count_tokens: TokenCounter) -> None:
+    After the write, threads where an answer landed and that are past the fold thresholds are
+    handed to `request_fold`: the fold runs after the answer, never before it.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        policy: ThreadPolicy,
+        count_tokens: TokenCounter,
+        request_fold: Callable[[ThreadKey], None] | None = None,
+    ) -> None:
         self._store = store
-        self._ttl_ms = ttl_ms
+        self._policy = policy
         self._count_tokens = count_tokens
+        self._request_fold = request_fold
 
     async def __call__(self, events: Sequence[Positioned]) -> None:
         wanted = list(
-            dict.fromkeys((key, event.exchange_id) for event, _ in events if (key := session_key(event)) is not None)
+            dict.fromkeys(
+                (thread_key(event), exchange_id)
+                for event, _ in events
+                for exchange_id in (event_exchange_ids(event) or ("",))  # "": the head alone
+            )
         )
         loaded = await self._store.load(wanted) if wanted else {}
         now = now_ms()
-        writes = plan_batch(events, loaded, ttl_ms=self._ttl_ms, now_ms=now, count_tokens=self._count_tokens)
-        await self._store.write(writes, now)
+        plan = plan_batch(events, loaded, policy=self._policy, now_ms=now, count_tokens=self._count_tokens)
+        await self._store.write(plan.writes, now)
+        if self._request_fold is not None:
+            for key in sorted(plan.answered):
+                if needs_fold(plan.heads.get(key), self._policy):
+                    self._request_fold(key)

@@ -12,12 +12,12 @@ from projections.memory import MemorySessionStore
 from projections.position import Position
 from projections.redis_store import RedisSessionStore
 from projections.session import Exchange, SessionChange, SessionHead, SessionWrite, apply_event
-from projections.stores import SessionKey, SessionStore
+from projections.stores import SessionStore, ThreadKey
 from projections.tokens import TokenCounter
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
 
 TTL = 3_600_000
-KEY = SessionKey("castle", "ann")
+KEY = ThreadKey.session("castle", "ann")
 
 
 def _env(at: int, tenant: str = "castle") -> Envelope:
@@ -38,7 +38,7 @@ class SessionStoreContract:
         offset: int,
         now: int,
         count: TokenCounter,
-        key: SessionKey = KEY,
+        key: ThreadKey = KEY,
         partition: int = 0,
     ) -> bool:
         loaded = await store.load([(key, event.exchange_id)])
@@ -65,7 +65,7 @@ class SessionStoreContract:
     ) -> None:
         question = QuestionAsked(_env(clock), "x1", "where?")
         assert await self._apply(store, question, 5, clock, count_tokens)
-        change = SessionChange(Exchange("x2", "other"), True, False, 7, clock, clock + TTL)
+        change = SessionChange(Exchange("x2", "other"), False, 7, clock, clock + TTL, count_delta=1)
         again = [
             SessionWrite(Position("threads", 0, 5), KEY, change),
             SessionWrite(Position("threads", 0, 4), KEY, change),
@@ -116,7 +116,7 @@ class SessionStoreContract:
     async def test_tenants_do_not_share_a_subject(
         self, store: SessionStore, clock: int, count_tokens: TokenCounter
     ) -> None:
-        other = SessionKey("castle:2", "ann")
+        other = ThreadKey.session("castle:2", "ann")
         await self._apply(store, QuestionAsked(_env(clock), "x1", "mine"), 0, clock, count_tokens)
         await self._apply(
             store, QuestionAsked(_env(clock, "castle:2"), "x1", "theirs"), 1, clock, count_tokens, key=other
@@ -132,12 +132,12 @@ class SessionStoreContract:
                 SessionWrite(
                     Position("threads", 0, 0),
                     KEY,
-                    SessionChange(Exchange("x1", "old", tokens=3), True, False, 3, clock, clock + TTL),
+                    SessionChange(Exchange("x1", "old", tokens=3), False, 3, clock, clock + TTL, count_delta=1),
                 ),
                 SessionWrite(
                     Position("threads", 0, 1),
                     KEY,
-                    SessionChange(Exchange("x2", "new", tokens=2), True, True, 2, clock, clock + TTL),
+                    SessionChange(Exchange("x2", "new", tokens=2), True, 2, clock, clock + TTL, count_delta=1),
                 ),
             ],
             clock,
@@ -145,7 +145,36 @@ class SessionStoreContract:
         session = await store.read(KEY)
         assert session is not None
         assert [e.exchange_id for e in session.exchanges] == ["x2"]
-        assert session.head == SessionHead(last_question_at=clock, tokens=2)
+        assert session.head == SessionHead(last_question_at=clock, tokens=2, count=1)
+
+    async def test_a_fold_replaces_exchanges_by_the_summary(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
+        for offset, exchange_id in enumerate(["a", "b", "c"]):
+            await self._apply(
+                store, QuestionAsked(_env(clock), exchange_id, f"question {exchange_id}"), offset, clock, count_tokens
+            )
+        before = await store.read(KEY)
+        assert before is not None
+        folded = [e for e in before.exchanges if e.exchange_id in ("a", "b")]
+        change = SessionChange(
+            None,
+            False,
+            5 - sum(e.tokens for e in folded),
+            clock,
+            clock + TTL,
+            remove=("a", "b"),
+            summary="asked a and b",
+            summary_tokens=5,
+            count_delta=-2,
+        )
+        assert await store.write([SessionWrite(Position("threads", 0, 3), KEY, change)], clock) == [True]
+        session = await store.read(KEY)
+        assert session is not None
+        assert [e.exchange_id for e in session.exchanges] == ["c"]
+        assert session.head.summary == "asked a and b" and session.head.summary_tokens == 5
+        assert session.head.count == 1
+        assert session.head.tokens == before.head.tokens - sum(e.tokens for e in folded) + 5
 
     async def test_drop_removes_the_session(self, store: SessionStore, clock: int, count_tokens: TokenCounter) -> None:
         await self._apply(store, QuestionAsked(_env(clock), "x1", "q"), 0, clock, count_tokens)
