@@ -62,6 +62,7 @@ class Settings(BaseSettings):
     fold_keep_max: int = Field(default=30, ge=1, description="... and at most this many.")
     summary_chars: int = Field(default=3_000, ge=100, description="A summary's maximum length.")
     fold_urgent_tokens: int = Field(default=42_000, ge=1, description="Past this, the context read folds first.")
+    fold_agent: bool = Field(default=True, description="Run folds in this worker; off for replays, which never fold.")
     fold_retry_seconds: float = Field(default=30.0, gt=0, description="Wait before retrying a failed fold.")
     summarizer: Literal["extractive", "openai"] = "extractive"
     summarizer_url: str | None = Field(default=None, description="OpenAI-compatible base URL (…/v1).")

@@ -303,7 +303,9 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
         idempotency_key=key,
         trace_id=payload.get("trace_id"),
     )
-    events: list[ExchangeEvent] = [QuestionAsked(envelope, exchange_id, question, str(payload.get("channel") or "v2"))]
+    asker = payload.get("asker")
+    channel = str(payload.get("channel") or "v2")
+    events: list[ExchangeEvent] = [QuestionAsked(envelope, exchange_id, question, channel, asker)]
     for index, call in enumerate(tool_calls):
         where = f"tool_calls[{index}]"
         if not isinstance(call, dict):

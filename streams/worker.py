@@ -91,7 +91,12 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
         FoldService(sessions, producer, make_summarizer(settings), settings.thread_policy(), settings.producer_name),
         settings.fold_retry_seconds,
     )
-    step = SessionStep(sessions, policy=settings.thread_policy(), count_tokens=count_tokens, request_fold=folds.request)
+    step = SessionStep(
+        sessions,
+        policy=settings.thread_policy(),
+        count_tokens=count_tokens,
+        request_fold=folds.request if settings.fold_agent else None,
+    )
     subscribe(app, threads, projector("sessions", step, sessions), settings)
     subscribe(
         app, threads, projector("archive", ArchiveStep(archive, archive_checkpoints), archive_checkpoints), settings
