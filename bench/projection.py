@@ -24,7 +24,7 @@ from memlog.localstack import LocalStack
 from memlog.services import open_services
 from memlog.settings import Settings
 from projections.mongo_store import mongo_client
-from projections.stores import SessionKey
+from projections.session import ThreadKey
 from schemas.events import exchange_events
 from streams.topics import ensure_topics
 from tests.conftest import base_settings, unique_settings
@@ -115,7 +115,7 @@ def line(label: str, value: float, unit: str) -> None:
 
 
 async def read_floors(settings: Settings) -> None:
-    subject = SessionKey("bench", "player-007")
+    subject = ThreadKey.session("bench", "player-007")
     async with open_services(settings) as services:
         session = await services.sessions.read(subject)
         assert session is not None

@@ -32,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("action", choices=["up", "down", "status"])
     topics = commands.add_parser("topics", help="create memlog's topics")
     topics.add_argument("action", choices=["create"])
+    reset = commands.add_parser("reset", help="start a new session for a subject (memories stay)")
+    reset.add_argument("tenant")
+    reset.add_argument("subject")
+    reset.add_argument("--reason", default="memlog reset")
     return parser
 
 
@@ -58,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "api":
             return _api(settings)
+        if args.command == "reset":
+            position = asyncio.run(_reset(settings, args.tenant, args.subject, args.reason))
+            print(f"new session for {args.subject} in {args.tenant}: {position}")
+            return 0
         return _up(settings)
     except MemlogError as exc:
         print(f"memlog: {exc}", file=sys.stderr)
@@ -77,6 +85,20 @@ def _dev(settings: Settings, action: str) -> int:
         owner = f"pid {status.pid}" if status.managed else status.detail
         print(f"{status.name:6} {state:5} {status.endpoint:28} {owner}")
     return 0
+
+
+async def _reset(settings: Settings, tenant: str, subject: str, reason: str) -> str:
+    from memlog.services import make_codec
+    from schemas.events import SESSION_THREAD, Envelope, ThreadReset
+    from streams.producer import EventProducer
+
+    envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer="memlog-cli")
+    codec = make_codec(settings)
+    try:
+        async with EventProducer(settings, codec, idempotence=settings.idempotent_producer) as producer:
+            return (await producer.produce([ThreadReset(envelope, reason)])).token()
+    finally:
+        codec.close()
 
 
 def _api(settings: Settings) -> int:

@@ -46,6 +46,7 @@ def unique_settings(stack: Settings, **overrides: Any) -> Settings:
         "namespace": f"t{tag}",
         "mongo_database": "memlogtest",
         "partitions": 6,
+        "read_wait_seconds": 30.0,  # a shared CI machine may be slow; the wait is a bound, not a timing check
     }
     values.update(overrides)
     return stack.model_copy(update=values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -364,3 +365,24 @@ async def test_a_failing_summarizer_loses_nothing_and_the_context_read_folds_pas
     assert ctx["summary"].startswith("- q0:") and len(ctx["summary"]) <= 3_000
     assert [e["answer"] for e in ctx["exchanges"]] == ["a2", "a3"]  # at least 2 stay, whatever their size
     assert ctx["tokens"] < 42_000
+
+
+async def test_the_cli_starts_a_new_session(http: httpx.AsyncClient, live: Stack) -> None:
+    from tests.processes import settings_env
+
+    await post(http, subject="jack", question="before the reset", answer="ok")
+    done = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memlog",
+        "reset",
+        "castle",
+        "jack",
+        env=settings_env(live.settings),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await done.communicate()
+    assert done.returncode == 0, output
+    position = output.decode().split()[-1]
+    assert (await context(http, "subjects/jack", position))["exchanges"] == []
