@@ -14,6 +14,7 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -110,6 +111,17 @@ async def latencies(call: object, count: int = READS) -> tuple[float, float]:
     return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
 
 
+def on_local_stack(run: Callable[[Settings], Awaitable[None]]) -> None:
+    """Run a benchmark on the local stack (started if missing), with topics and namespaces of its own."""
+    stack = base_settings()
+    local = LocalStack(stack)
+    started = local.up()
+    try:
+        asyncio.run(run(unique_settings(stack, api_port=free_port())))
+    finally:
+        local.down(started)
+
+
 def line(label: str, value: float, unit: str) -> None:
     print(f"  {label:52} {value:12,.2f} {unit}")
 
@@ -181,15 +193,5 @@ async def run(settings: Settings) -> None:
         worker.stop()
 
 
-def main() -> None:
-    stack = base_settings()
-    local = LocalStack(stack)
-    started = local.up()
-    try:
-        asyncio.run(run(unique_settings(stack, api_port=free_port())))
-    finally:
-        local.down(started)
-
-
 if __name__ == "__main__":
-    main()
+    on_local_stack(run)

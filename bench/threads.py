@@ -16,8 +16,7 @@ from pathlib import Path
 import httpx
 import redis.asyncio as aioredis
 
-from bench.projection import latencies
-from memlog.localstack import LocalStack
+from bench.projection import latencies, on_local_stack
 from memlog.services import open_services
 from memlog.settings import Settings
 from projections.session import ThreadKey, plan_fold
@@ -25,8 +24,7 @@ from projections.summary import extractive_summary
 from streams.folds import FoldService
 from streams.summarizers import ExtractiveSummarizer
 from streams.topics import ensure_topics
-from tests.conftest import base_settings, unique_settings
-from tests.processes import free_port, start_api, start_worker
+from tests.processes import start_api, start_worker
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 READS = 1000
@@ -135,15 +133,5 @@ async def _read_and_render(services: object, key: ThreadKey) -> str:
     return session.render() if session else ""
 
 
-def main() -> None:
-    stack = base_settings()
-    local = LocalStack(stack)
-    started = local.up()
-    try:
-        asyncio.run(run(unique_settings(stack, api_port=free_port())))
-    finally:
-        local.down(started)
-
-
 if __name__ == "__main__":
-    main()
+    on_local_stack(run)
