@@ -267,25 +267,30 @@ def create_api(settings: Settings) -> FastAPI:
         return await _produce(state(request), AnswerGiven(env, exchange_id, body.answer, model=body.model))
 
     after_query = Query(default=None, description="A position token; wait until it is applied.")
+    wait_query = Query(default=None, ge=0, description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.")
 
     @app.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context)
-    async def context(tenant: str, subject: str, request: Request, after: str | None = after_query) -> Context:
+    async def context(
+        tenant: str, subject: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
+    ) -> Context:
         """The subject's session, ready to put before the model."""
-        return await _context(
-            state(request), ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject)), after
-        )
+        key = ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject))
+        return await _context(state(request), key, after, wait)
 
     @app.get("/v1/tenants/{tenant}/public/context", response_model=Context)
-    async def public_context(tenant: str, request: Request, after: str | None = after_query) -> Context:
+    async def public_context(
+        tenant: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
+    ) -> Context:
         """The tenant's public thread: every question prefixed with its asker's name, no tool results."""
-        return await _context(state(request), ThreadKey.public(check_name("tenant", tenant)), after)
+        return await _context(state(request), ThreadKey.public(check_name("tenant", tenant)), after, wait)
 
     @app.get("/v1/tenants/{tenant}/agents/{agent}/context", response_model=Context)
-    async def automation_context(tenant: str, agent: str, request: Request, after: str | None = after_query) -> Context:
+    async def automation_context(
+        tenant: str, agent: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
+    ) -> Context:
         """An automation agent's own thread, apart from the subjects' sessions."""
-        return await _context(
-            state(request), ThreadKey.automation(check_name("tenant", tenant), check_name("agent", agent)), after
-        )
+        key = ThreadKey.automation(check_name("tenant", tenant), check_name("agent", agent))
+        return await _context(state(request), key, after, wait)
 
     @app.post("/v1/tenants/{tenant}/subjects/{subject}/reset", status_code=202, response_model=Accepted)
     async def reset(tenant: str, subject: str, request: Request, body: ResetIn | None = None) -> Accepted:
@@ -322,9 +327,9 @@ async def _produce(api: ApiState, event: QuestionAsked | ToolCalled | AnswerGive
     return Accepted(exchange_id=event.exchange_id, position=position.token())
 
 
-async def _context(api: ApiState, key: ThreadKey, after: str | None) -> Context:
+async def _context(api: ApiState, key: ThreadKey, after: str | None, wait: float | None = None) -> Context:
     if after is not None:
-        await _wait_applied(api, Position.parse(after))
+        await _wait_applied(api, Position.parse(after), wait)
     policy = api.settings.thread_policy()
     session = await api.services.sessions.read(key)
     if session is not None and session.head.tokens > policy.urgent_tokens:
@@ -365,10 +370,11 @@ async def _replayed(client: aioredis.Redis, claim: str) -> Accepted:
     return accepted
 
 
-async def _wait_applied(api: ApiState, position: Position) -> None:
+async def _wait_applied(api: ApiState, position: Position, wait: float | None = None) -> None:
     if position.topic != "threads" or position.partition >= api.settings.partitions:
         raise InvalidEvent("after", f"{position.token()} is not a position of the threads topic")
-    deadline = time.monotonic() + api.settings.read_wait_seconds
+    limit = api.settings.read_wait_seconds
+    deadline = time.monotonic() + (limit if wait is None else min(wait, limit))
     delay = 0.005
     while await api.services.sessions.applied(position.topic, position.partition) < position.offset:
         if time.monotonic() >= deadline:

@@ -143,7 +143,7 @@ async def test_invalid_input_answers_422_naming_the_field_and_produces_nothing(
 
 
 async def test_a_read_after_a_position_never_applied_answers_503_with_retry_after(http: httpx.AsyncClient) -> None:
-    response = await http.get("/v1/tenants/t/subjects/s/context", params={"after": "threads.0.999999"})
+    response = await http.get("/v1/tenants/t/subjects/s/context", params={"after": "threads.0.999999", "wait": 1})
     assert response.status_code == 503
     assert response.headers["retry-after"]
 
