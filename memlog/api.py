@@ -18,12 +18,15 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlog.embeddings import make_embedder
 from memlog.errors import Conflict, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable
+from memlog.memory import TOOL_DEFINITIONS, Memory, fact_view, recalled_view
 from memlog.services import Services, open_services
 from memlog.settings import Settings
 from projections.position import Position
 from projections.redis_store import redis_errors
 from projections.session import Session, ThreadKey
+from projections.stores import Checkpoints
 from schemas.events import (
     SESSION_THREAD,
     AnswerGiven,
@@ -67,6 +70,7 @@ class ExchangeIn(BaseModel):
     occurred_at: int | None = Field(default=None, ge=0, description="Epoch milliseconds; defaults to now.")
     agent: str | None = None
     model: str | None = None
+    exchange_id: str | None = Field(default=None, description="Your own id for it; default: a new one.")
 
 
 class Routed(BaseModel):
@@ -133,12 +137,62 @@ class Context(BaseModel):
     owner: str
     summary: str
     exchanges: list[ExchangeOut]
-    facts: list[Any]
+    facts: list[FactOut] = Field(description="The lasting facts that bear on the question (seed 003).")
     tokens: int = Field(description="Tokens the thread holds (exchanges and summary), counted with tiktoken.")
     fold_at_tokens: int
     tokens_to_fold: int = Field(description="How far the thread is from the next fold, in tokens.")
     exchanges_to_fold: int = Field(description="How far the thread is from the next fold, in exchanges.")
     rendered: str = Field(description="The context as one text; between folds it only grows at the end.")
+    rendered_facts: str = Field(default="", description="The facts as lines, to put under a heading of their own.")
+
+
+class FactIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    scope: Literal["agent", "shared"] | None = Field(
+        default=None,
+        description="agent: only that agent recalls it; shared: every agent of the tenant. "
+        "Default: agent when an agent is given, else shared.",
+    )
+    agent: str | None = Field(default=None, description="The agent that saves it (needed for scope agent).")
+    source: Literal["agent", "subject"] = Field(default="subject", description="Saved by the agent or by hand.")
+
+
+class FactEdit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    agent: str | None = None
+
+
+class FactOut(BaseModel):
+    fact_id: str
+    scope: str
+    agent: str | None
+    text: str
+    source: str
+    created_at: int
+    updated_at: int
+    score: float | None = None
+    how: str | None = Field(default=None, description="keyword, similarity, or recent (nothing matched).")
+
+
+class FactAccepted(BaseModel):
+    fact_id: str
+    position: str
+
+
+class FactsOut(BaseModel):
+    tenant: str
+    subject: str
+    facts: list[FactOut]
+    limit: int
+
+
+class ToolRunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    exchange_id: str | None = Field(default=None, description="Record the call in this exchange's transcript.")
+    call_index: int | None = Field(default=None, ge=0, description="Its place among the exchange's tool calls.")
 
 
 class ResetIn(BaseModel):
@@ -158,6 +212,7 @@ class ApiState:
     services: Services
     offsets: AIOKafkaConsumer
     folds: FoldService
+    memory: Memory
 
 
 def create_api(settings: Settings) -> FastAPI:
@@ -172,7 +227,14 @@ def create_api(settings: Settings) -> FastAPI:
             folds = FoldService(
                 services.sessions, services.producer, summarizer, settings.thread_policy(), settings.producer_name
             )
-            app.state.api = ApiState(settings, services, offsets, folds)
+            memory = Memory(
+                services.producer,
+                services.facts,
+                settings.fact_policy(),
+                settings.producer_name,
+                make_embedder(settings),
+            )
+            app.state.api = ApiState(settings, services, offsets, folds, memory)
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
                 yield
@@ -271,11 +333,124 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context)
     async def context(
-        tenant: str, subject: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
+        tenant: str,
+        subject: str,
+        request: Request,
+        after: str | None = after_query,
+        wait: float | None = wait_query,
+        question: str | None = Query(default=None, description="The question about to be answered: facts bear on it."),
+        agent: str | None = Query(default=None, description="The agent answering: its own facts and the shared ones."),
     ) -> Context:
-        """The subject's session, ready to put before the model."""
+        """The subject's session and the facts that bear on the question, ready to put before the model."""
         key = ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject))
-        return await _context(state(request), key, after, wait)
+        if agent is not None:
+            check_name("agent", agent)
+        api = state(request)
+        ctx = await _context(api, key, after, wait)
+        hits = await api.memory.recall(key.tenant, subject, question or "", agent)
+        ctx.facts = [FactOut(**recalled_view(hit)) for hit in hits]
+        ctx.rendered_facts = "".join(f"- {hit.fact.text}\n" for hit in hits)
+        return ctx
+
+    @app.post("/v1/tenants/{tenant}/subjects/{subject}/facts", status_code=202, response_model=FactAccepted)
+    async def remember(tenant: str, subject: str, body: FactIn, request: Request) -> FactAccepted:
+        """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent."""
+        check_name("tenant", tenant)
+        check_name("subject", subject)
+        fact_id, position = await state(request).memory.remember(
+            tenant,
+            subject,
+            body.text,
+            agent=body.agent,
+            scope=body.scope or ("agent" if body.agent else "shared"),
+            source=body.source,
+        )
+        return FactAccepted(fact_id=fact_id, position=position.token())
+
+    @app.get("/v1/tenants/{tenant}/subjects/{subject}/facts", response_model=FactsOut)
+    async def list_facts(
+        tenant: str,
+        subject: str,
+        request: Request,
+        after: str | None = after_query,
+        wait: float | None = wait_query,
+        agent: str | None = Query(default=None, description="Only what this agent recalls; all facts without it."),
+        q: str | None = Query(default=None, description="Search: facts that share a word with it, best first."),
+    ) -> FactsOut:
+        """Every fact memlog keeps about the subject (seed 000 "/allay memory"): listable, searchable."""
+        api = state(request)
+        check_name("tenant", tenant)
+        check_name("subject", subject)
+        if after is not None:
+            await _wait_all(api, after, wait)
+        if q:
+            hits = [hit for hit in await api.memory.recall(tenant, subject, q, agent) if hit.how != "recent"]
+            facts = [FactOut(**recalled_view(hit)) for hit in hits]
+        else:
+            facts = [FactOut(**fact_view(fact)) for fact in await api.memory.facts(tenant, subject, agent)]
+        return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=api.settings.facts_max)
+
+    @app.patch("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", status_code=202, response_model=FactAccepted)
+    async def revise(
+        tenant: str, subject: str, fact_id: str, body: FactEdit, request: Request, after: str | None = after_query
+    ) -> FactAccepted:
+        """Edit a fact. `after` makes sure a fact just saved is seen first."""
+        if after is not None:
+            await _wait_all(state(request), after, None)
+        position = await state(request).memory.revise(tenant, subject, fact_id, body.text, body.agent)
+        return FactAccepted(fact_id=fact_id, position=position.token())
+
+    @app.delete("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", status_code=202, response_model=FactAccepted)
+    async def forget(
+        tenant: str, subject: str, fact_id: str, request: Request, after: str | None = after_query
+    ) -> FactAccepted:
+        """Delete a fact; it influences no later read."""
+        if after is not None:
+            await _wait_all(state(request), after, None)
+        position = await state(request).memory.forget(tenant, subject, fact_id, None)
+        return FactAccepted(fact_id=fact_id, position=position.token())
+
+    @app.delete("/v1/tenants/{tenant}/subjects/{subject}/facts", status_code=202, response_model=FactAccepted)
+    async def forget_all(tenant: str, subject: str, request: Request) -> FactAccepted:
+        """Delete every fact (seed 000 "/allay forget")."""
+        check_name("tenant", tenant)
+        check_name("subject", subject)
+        position = await state(request).memory.clear(tenant, subject)
+        return FactAccepted(fact_id="*", position=position.token())
+
+    @app.get("/v1/tools")
+    async def tools() -> list[dict[str, Any]]:
+        """The agent's memory tools, as function-calling definitions."""
+        return TOOL_DEFINITIONS
+
+    @app.post("/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/tools/{name}")
+    async def run_tool(
+        tenant: str, subject: str, agent: str, name: str, body: ToolRunIn, request: Request
+    ) -> dict[str, Any]:
+        """Execute remember, recall or forget for an agent; with exchange_id the call joins the transcript."""
+        api = state(request)
+        check_name("tenant", tenant)
+        check_name("subject", subject)
+        check_name("agent", agent)
+        if body.exchange_id is not None and body.call_index is None:
+            raise InvalidEvent("call_index", "is needed to record the call in an exchange")
+        result = await api.memory.run_tool(tenant, subject, agent, name, body.arguments)
+        if body.exchange_id is not None and body.call_index is not None:
+            env = Envelope(
+                tenant=tenant, subject=subject, agent=agent, thread=SESSION_THREAD, producer=api.settings.producer_name
+            )
+            call = ToolCalled(
+                env,
+                body.exchange_id,
+                body.call_index,
+                name,
+                _json("arguments", body.arguments),
+                _json("result", result),
+                True,
+                None,
+            )
+            result["transcript_position"] = (await api.services.producer.produce([call])).token()
+        return result
 
     @app.get("/v1/tenants/{tenant}/public/context", response_model=Context)
     async def public_context(
@@ -327,9 +502,15 @@ async def _produce(api: ApiState, event: QuestionAsked | ToolCalled | AnswerGive
     return Accepted(exchange_id=event.exchange_id, position=position.token())
 
 
+async def _wait_all(api: ApiState, after: str, wait: float | None) -> None:
+    """`after` is one position token or several, comma-separated (an exchange and a fact, say)."""
+    for token in after.split(","):
+        await _wait_applied(api, Position.parse(token.strip()), wait)
+
+
 async def _context(api: ApiState, key: ThreadKey, after: str | None, wait: float | None = None) -> Context:
     if after is not None:
-        await _wait_applied(api, Position.parse(after), wait)
+        await _wait_all(api, after, wait)
     policy = api.settings.thread_policy()
     session = await api.services.sessions.read(key)
     if session is not None and session.head.tokens > policy.urgent_tokens:
@@ -371,14 +552,22 @@ async def _replayed(client: aioredis.Redis, claim: str) -> Accepted:
 
 
 async def _wait_applied(api: ApiState, position: Position, wait: float | None = None) -> None:
-    if position.topic != "threads" or position.partition >= api.settings.partitions:
-        raise InvalidEvent("after", f"{position.token()} is not a position of the threads topic")
+    # every projection a read draws on must have applied the position
+    checkpoints: list[Checkpoints]
+    if position.topic == "threads":
+        checkpoints = [api.services.sessions, api.services.fact_activity]
+    elif position.topic == "facts":
+        checkpoints = [api.services.facts]
+    else:
+        raise InvalidEvent("after", f"{position.token()} is not a position of the threads or facts topic")
+    if position.partition >= api.settings.partitions:
+        raise InvalidEvent("after", f"{position.token()} names a partition the topic does not have")
     limit = api.settings.read_wait_seconds
     deadline = time.monotonic() + (limit if wait is None else min(wait, limit))
     delay = 0.005
-    while await api.services.sessions.applied(position.topic, position.partition) < position.offset:
+    while min([await c.applied(position.topic, position.partition) for c in checkpoints]) < position.offset:
         if time.monotonic() >= deadline:
-            raise NotCaughtUp(f"the session projection has not reached {position.token()} yet")
+            raise NotCaughtUp(f"the {position.topic} projection has not reached {position.token()} yet")
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.1)
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from memlog.errors import MemlogError
+from memlog.errors import InvalidEvent, MemlogError
 from memlog.localstack import LocalStack
 from memlog.settings import Settings
 
@@ -32,6 +32,15 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("action", choices=["up", "down", "status"])
     topics = commands.add_parser("topics", help="create memlog's topics")
     topics.add_argument("action", choices=["create"])
+    facts = commands.add_parser("facts", help="a subject's lasting facts: list, add, edit, rm, clear")
+    facts.add_argument("action", choices=["list", "add", "edit", "rm", "clear"])
+    facts.add_argument("tenant")
+    facts.add_argument("subject")
+    facts.add_argument("rest", nargs="*", help="add: TEXT; edit: FACT_ID TEXT; rm: FACT_ID")
+    facts.add_argument("--scope", choices=["agent", "shared"], default="shared")
+    facts.add_argument("--agent", default=None)
+    mcp = commands.add_parser("mcp", help="serve the agent's memory tools over MCP (stdio)")
+    mcp.add_argument("--agent", required=True, help="the agent these tools act for")
     reset = commands.add_parser("reset", help="start a new session for a subject (memories stay)")
     reset.add_argument("tenant")
     reset.add_argument("subject")
@@ -62,6 +71,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "api":
             return _api(settings)
+        if args.command == "mcp":
+            from memlog.mcp_server import run_mcp
+
+            logging.getLogger().handlers.clear()  # stdout carries the protocol; logs go to stderr only
+            logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+            run_mcp(settings, args.agent)
+            return 0
+        if args.command == "facts":
+            for line in asyncio.run(_facts(settings, args)):
+                print(line)
+            return 0
         if args.command == "reset":
             position = asyncio.run(_reset(settings, args.tenant, args.subject, args.reason))
             print(f"new session for {args.subject} in {args.tenant}: {position}")
@@ -99,6 +119,38 @@ async def _reset(settings: Settings, tenant: str, subject: str, reason: str) -> 
             return (await producer.produce([ThreadReset(envelope, reason)])).token()
     finally:
         codec.close()
+
+
+async def _facts(settings: Settings, args: argparse.Namespace) -> list[str]:
+    """The subject's own commands (seed 000 "/allay memory", "/allay forget"), straight on the log."""
+    from memlog.memory import Memory
+    from memlog.services import open_services
+
+    async with open_services(settings, producer=True) as services:
+        memory = Memory(services.producer, services.facts, settings.fact_policy(), "memlog-cli")
+        rest = list(args.rest)
+        if args.action == "list":
+            return [
+                f"{f.fact_id}  [{f.scope}{'/' + f.agent if f.agent else ''}]  {f.text}"
+                for f in await memory.facts(args.tenant, args.subject, args.agent)
+            ]
+        if args.action == "add":
+            if not rest:
+                raise InvalidEvent("text", "add needs the fact's text")
+            fact_id, position = await memory.remember(
+                args.tenant, args.subject, " ".join(rest), agent=args.agent, scope=args.scope, source="subject"
+            )
+            return [f"remembered {fact_id} ({position.token()})"]
+        if args.action == "edit":
+            if len(rest) < 2:
+                raise InvalidEvent("text", "edit needs FACT_ID and the new text")
+            position = await memory.revise(args.tenant, args.subject, rest[0], " ".join(rest[1:]), None)
+            return [f"revised {rest[0]} ({position.token()})"]
+        if args.action == "rm":
+            if len(rest) != 1:
+                raise InvalidEvent("fact_id", "rm needs one FACT_ID")
+            return [f"forgot {rest[0]} ({(await memory.forget(args.tenant, args.subject, rest[0], None)).token()})"]
+        return [f"forgot every fact ({(await memory.clear(args.tenant, args.subject)).token()})"]
 
 
 def _api(settings: Settings) -> int:

@@ -12,7 +12,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog.settings import Settings
-from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, mongo_client
 from projections.redis_store import RedisCounters, RedisSessionStore
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
@@ -31,6 +31,8 @@ class Services:
     counters: RedisCounters
     archive: MongoArchiveStore
     archive_checkpoints: MongoCheckpoints
+    facts: MongoFactStore
+    fact_activity: MongoCheckpoints
     _producer: EventProducer | None = None
 
     @property
@@ -62,6 +64,8 @@ async def open_services(settings: Settings, *, producer: bool = False) -> AsyncI
         counters=RedisCounters(redis, settings.redis_prefix),
         archive=MongoArchiveStore(database),
         archive_checkpoints=MongoCheckpoints(database, "archive"),
+        facts=MongoFactStore(database),
+        fact_activity=MongoCheckpoints(database, "facts-activity"),
     )
     try:
         if producer:

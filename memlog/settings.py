@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from projections.facts import FactPolicy
 from projections.session import ThreadPolicy
 
 # Local stack defaults (loopback only).
@@ -69,6 +70,18 @@ class Settings(BaseSettings):
     summarizer_model: str | None = None
     summarizer_api_key: str | None = None
     summarizer_timeout_seconds: float = Field(default=30.0, gt=0)
+    facts_max: int = Field(default=30, ge=1, description="Facts kept per subject (000: up to 30).")
+    fact_max_chars: int = Field(default=500, ge=1, description="A fact's maximum length; longer is refused.")
+    facts_keep_days: int = Field(default=365, ge=1, description="Facts kept this long after the last question.")
+    recall_limit: int = Field(default=5, ge=1, description="Facts supplied with the context (003: a handful).")
+    recall_min_similarity: float = Field(default=0.2, description="Below this cosine a fact does not bear on it.")
+    embeddings: Literal["none", "local", "openai"] = Field(
+        default="none", description="Recall ranks by similarity with this model, by keyword (BM25) with none."
+    )
+    embeddings_model_dir: Path | None = Field(default=None, description="A local model folder; default: the package.")
+    embeddings_url: str | None = Field(default=None, description="OpenAI-compatible base URL (…/v1).")
+    embeddings_model: str | None = None
+    embeddings_api_key: str | None = None
     tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
@@ -81,6 +94,15 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
 
     # --- derived ---
+    def fact_policy(self) -> FactPolicy:
+        return FactPolicy(
+            max_facts=self.facts_max,
+            max_chars=self.fact_max_chars,
+            keep_ms=self.facts_keep_days * 86_400_000,
+            recall_limit=self.recall_limit,
+            min_similarity=self.recall_min_similarity,
+        )
+
     def thread_policy(self) -> ThreadPolicy:
         return ThreadPolicy(
             session_ttl_ms=self.chat_ttl_seconds * 1000,

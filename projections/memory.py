@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from projections.facts import FactPolicy, SubjectFacts, questioned
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionWrite, ThreadKey, after
 from projections.stores import ArchivedEvent
@@ -104,3 +107,32 @@ class MemoryArchiveStore:
 
     async def count(self, tenant: str) -> int:
         return sum(1 for e in self._events.values() if e.tenant == tenant)
+
+
+class MemoryFactStore(_MemoryCheckpoints):
+    def __init__(self) -> None:
+        super().__init__()
+        self._subjects: dict[tuple[str, str], tuple[SubjectFacts, int]] = {}  # state, applied offset
+
+    async def load(self, tenant: str, subject: str) -> SubjectFacts | None:
+        entry = self._subjects.get((tenant, subject))
+        return entry[0] if entry else None
+
+    async def write(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> bool:
+        key = (tenant, subject)
+        old = self._subjects.get(key)
+        if old is not None and old[1] >= position.offset:
+            return False
+        await self.advance(position)
+        if old is not None:
+            state = replace(
+                state,
+                last_question_at=max(state.last_question_at, old[0].last_question_at),
+                expires_at=max(state.expires_at, old[0].expires_at),
+            )
+        self._subjects[key] = (state, position.offset)
+        return True
+
+    async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
+        old = self._subjects.get((tenant, subject), (SubjectFacts(), -1))
+        self._subjects[(tenant, subject)] = (questioned(old[0], at, FactPolicy(keep_ms=keep_ms)), old[1])

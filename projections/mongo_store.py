@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from pymongo import ASCENDING, AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
 from memlog.errors import StoreUnavailable
+from projections.facts import Fact, SubjectFacts
 from projections.position import Position
 from projections.stores import ArchivedEvent
 
@@ -125,5 +127,119 @@ class MongoCheckpoints:
             await self._applied.update_one(
                 {"_id": self._id(position.topic, position.partition)},
                 {"$max": {"offset": position.offset}},
+                upsert=True,
+            )
+
+
+def _fact_doc(fact: Fact) -> dict[str, Any]:
+    return {
+        "fact_id": fact.fact_id,
+        "scope": fact.scope,
+        "agent": fact.agent,
+        "text": fact.text,
+        "source": fact.source,
+        "created_at": fact.created_at,
+        "updated_at": fact.updated_at,
+        "terms": list(fact.terms),  # memlog's own token index: no $text, so any MongoDB-compatible server works
+        "vector": list(fact.vector),
+        "vector_model": fact.vector_model,
+    }
+
+
+def _fact(doc: dict[str, Any]) -> Fact:
+    return Fact(
+        fact_id=doc["fact_id"],
+        scope=doc["scope"],
+        agent=doc.get("agent"),
+        text=doc["text"],
+        source=doc["source"],
+        created_at=int(doc["created_at"]),
+        updated_at=int(doc["updated_at"]),
+        terms=tuple(doc.get("terms", ())),
+        vector=tuple(doc.get("vector", ())),
+        vector_model=doc.get("vector_model", ""),
+    )
+
+
+def _expiry(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
+class MongoFactStore:
+    """One document per (tenant, subject) in `facts`, with the facts, their terms and a TTL date.
+
+    Writes are conditional on the stored position (`pos`), so a redelivered event is a no-op; the
+    kept-until date is raised with $max, so a question and a fact write never undo each other.
+    """
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+        self._facts = database["facts"]
+        self._checkpoints = MongoCheckpoints(database, "facts")
+
+    @staticmethod
+    def _id(tenant: str, subject: str) -> str:
+        return f"{len(tenant)}:{tenant}:{subject}"
+
+    async def applied(self, topic: str, partition: int) -> int:
+        return await self._checkpoints.applied(topic, partition)
+
+    async def advance(self, position: Position) -> None:
+        await self._checkpoints.advance(position)
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            # the TTL monitor deletes a subject's memory 365 days after the last question; reads
+            # also compare `expires_at`, so nothing expired is returned before the monitor runs
+            await self._facts.create_index("expires", expireAfterSeconds=0, name="kept_until")
+            await self._facts.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+
+    async def load(self, tenant: str, subject: str) -> SubjectFacts | None:
+        with mongo_errors():
+            doc = await self._facts.find_one({"_id": self._id(tenant, subject)})
+        if doc is None:
+            return None
+        return SubjectFacts(
+            facts=tuple(_fact(fact) for fact in doc.get("facts", [])),
+            last_question_at=int(doc.get("last_question_at", 0)),
+            expires_at=int(doc.get("expires_at", 0)),
+        )
+
+    async def write(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> bool:
+        doc_id = self._id(tenant, subject)
+        try:
+            with mongo_errors():
+                try:
+                    result = await self._facts.update_one(
+                        {"_id": doc_id, "$or": [{"pos": {"$lt": position.offset}}, {"pos": {"$exists": False}}]},
+                        {
+                            "$set": {
+                                "tenant": tenant,
+                                "subject": subject,
+                                "facts": [_fact_doc(fact) for fact in state.facts],
+                                "pos": position.offset,
+                            },
+                            "$max": {
+                                "last_question_at": state.last_question_at,
+                                "expires_at": state.expires_at,
+                                "expires": _expiry(state.expires_at),
+                            },
+                        },
+                        upsert=True,
+                    )
+                except DuplicateKeyError:
+                    return False  # the document holds this position or a later one
+                return result.modified_count == 1 or result.upserted_id is not None
+        finally:
+            await self.advance(position)
+
+    async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
+        # Upserted: the question may be applied before a fact of the same moment, from the other topic.
+        with mongo_errors():
+            await self._facts.update_one(
+                {"_id": self._id(tenant, subject)},
+                {
+                    "$setOnInsert": {"tenant": tenant, "subject": subject, "facts": []},
+                    "$max": {"last_question_at": at, "expires_at": at + keep_ms, "expires": _expiry(at + keep_ms)},
+                },
                 upsert=True,
             )

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from projections.facts import SubjectFacts
 from projections.position import Position
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
-__all__ = ["ArchiveStore", "ArchivedEvent", "Checkpoints", "SessionStore", "ThreadKey"]
+__all__ = ["ArchiveStore", "ArchivedEvent", "Checkpoints", "FactStore", "SessionStore", "ThreadKey"]
 
 
 class Checkpoints(Protocol):
@@ -72,3 +73,20 @@ class ArchiveStore(Protocol):
     async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]: ...
 
     async def count(self, tenant: str) -> int: ...
+
+
+class FactStore(Checkpoints, Protocol):
+    """Subjects' lasting memories, one record per (tenant, subject)."""
+
+    async def load(self, tenant: str, subject: str) -> SubjectFacts | None: ...
+
+    async def write(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> bool:
+        """Store the facts with the event's position; False when that position was applied already.
+
+        The kept-until date only ever moves later, whatever the order of writes and questions.
+        """
+        ...
+
+    async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
+        """A question moves the kept-until date of the subject's facts (idempotent, in any order with fact writes)."""
+        ...

@@ -170,14 +170,84 @@ class ThreadReset:
     reason: str | None = None
 
 
+FACT_SCOPES: tuple[str, ...] = ("agent", "shared")
+FACT_SOURCES: tuple[str, ...] = ("agent", "subject")
+
+
+@dataclass(frozen=True)
+class FactRemembered:
+    TYPE: ClassVar[str] = "memlog.FactRemembered"
+    envelope: Envelope
+    fact_id: str
+    scope: str
+    text: str
+    source: str = "agent"
+
+    def __post_init__(self) -> None:
+        check_name("fact_id", self.fact_id)
+        check_text("text", self.text)
+        if self.scope not in FACT_SCOPES:
+            raise InvalidEvent("scope", f"must be one of {', '.join(FACT_SCOPES)}, not {self.scope!r}")
+        if self.source not in FACT_SOURCES:
+            raise InvalidEvent("source", f"must be one of {', '.join(FACT_SOURCES)}, not {self.source!r}")
+        if self.scope == "agent" and self.envelope.agent is None:
+            raise InvalidEvent("agent", "an agent-scoped fact needs the agent it belongs to")
+        if self.envelope.subject is None:
+            raise InvalidEvent("subject", "a fact is about a subject")
+
+
+@dataclass(frozen=True)
+class FactRevised:
+    TYPE: ClassVar[str] = "memlog.FactRevised"
+    envelope: Envelope
+    fact_id: str
+    text: str
+
+    def __post_init__(self) -> None:
+        check_name("fact_id", self.fact_id)
+        check_text("text", self.text)
+
+
+@dataclass(frozen=True)
+class FactForgotten:
+    TYPE: ClassVar[str] = "memlog.FactForgotten"
+    envelope: Envelope
+    fact_id: str
+
+    def __post_init__(self) -> None:
+        check_name("fact_id", self.fact_id)
+
+
+@dataclass(frozen=True)
+class FactsCleared:
+    TYPE: ClassVar[str] = "memlog.FactsCleared"
+    envelope: Envelope
+    reason: str | None = None
+
+
+FactEvent = FactRemembered | FactRevised | FactForgotten | FactsCleared
 ExchangeEvent = QuestionAsked | ToolCalled | AnswerGiven
 ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset
-EVENT_TYPES: dict[str, type[ThreadEvent]] = {
-    cls.TYPE: cls for cls in (QuestionAsked, ToolCalled, AnswerGiven, ThreadFolded, ThreadReset)
+THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (QuestionAsked, ToolCalled, AnswerGiven, ThreadFolded, ThreadReset)
+FACT_EVENTS: tuple[type[FactEvent], ...] = (FactRemembered, FactRevised, FactForgotten, FactsCleared)
+Event = ThreadEvent | FactEvent
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        QuestionAsked,
+        ToolCalled,
+        AnswerGiven,
+        ThreadFolded,
+        ThreadReset,
+        FactRemembered,
+        FactRevised,
+        FactForgotten,
+        FactsCleared,
+    )
 }
 
 
-def to_record(event: ThreadEvent, schema_version: int = 1) -> dict[str, Any]:
+def to_record(event: Event, schema_version: int = 1) -> dict[str, Any]:
     """The Avro record of an event."""
     env = event.envelope
     body = {
@@ -214,11 +284,11 @@ def millis(value: Any) -> int:
     return int(value)
 
 
-def from_record(full_name: str, record: dict[str, Any]) -> ThreadEvent:
+def from_record(full_name: str, record: dict[str, Any]) -> Event:
     """The event of a decoded Avro record; validates it like a new one."""
     cls = EVENT_TYPES.get(full_name)
     if cls is None:
-        raise InvalidEvent("event_type", f"{full_name} is not a thread event")
+        raise InvalidEvent("event_type", f"{full_name} is not a memlog event")
     raw_env = dict(record["envelope"])
     envelope = Envelope(
         tenant=raw_env["tenant"],

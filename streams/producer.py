@@ -15,7 +15,7 @@ from memlog.errors import InvalidEvent, LogUnavailable
 from memlog.settings import Settings
 from projections.position import Position
 from schemas.codec import Codec
-from schemas.events import ThreadEvent, exchange_events, record_key, to_record
+from schemas.events import FACT_EVENTS, Event, exchange_events, record_key, to_record
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class EventProducer:
         position = await self.produce(list(events))
         return Recorded(events[0].exchange_id, position)
 
-    async def produce(self, events: Sequence[ThreadEvent]) -> Position:
+    async def produce(self, events: Sequence[Event]) -> Position:
         """Produce events of one thread in order, atomically as one batch; returns the last one's position."""
         if not events:
             raise InvalidEvent("events", "nothing to produce")
@@ -94,7 +94,10 @@ class EventProducer:
         size = sum(len(value) for value in values)
         if size > self._settings.max_message_bytes:
             raise InvalidEvent("body", f"encodes to {size} bytes; at most {self._settings.max_message_bytes}")
-        topic = self._settings.threads_topic
+        short = "facts" if isinstance(events[0], FACT_EVENTS) else "threads"
+        if any(isinstance(e, FACT_EVENTS) != (short == "facts") for e in events):
+            raise InvalidEvent("events", "a batch goes to one topic: thread events and fact events apart")
+        topic = self._settings.topic(short)
         try:
             partitions = sorted(await self._producer.partitions_for(topic))
             partition = self._partitioner(key, partitions, partitions)
@@ -108,4 +111,4 @@ class EventProducer:
             meta = await future
         except KafkaError as exc:
             raise LogUnavailable(f"kafka refused {topic}: {exc}") from exc
-        return Position("threads", meta.partition, meta.offset + len(values) - 1)
+        return Position(short, meta.partition, meta.offset + len(values) - 1)

@@ -13,13 +13,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar, cast
 
 from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, StoreUnavailable
 from projections.position import Position
 from projections.stores import Checkpoints
 from schemas.codec import Codec
-from schemas.events import ThreadEvent, from_record, now_ms
+from schemas.events import Event, from_record, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +45,17 @@ class Record:
     value: bytes | None
 
 
-Positioned = tuple[ThreadEvent, Position]
+E = TypeVar("E", bound=Event)
+E_contra = TypeVar("E_contra", bound=Event, contravariant=True)
 
 
-class Step(Protocol):
+class Step(Protocol[E_contra]):
     """A projection's work for valid events, in log order; idempotent by position."""
 
-    async def __call__(self, events: Sequence[Positioned]) -> None: ...
+    async def __call__(self, events: Sequence[tuple[E_contra, Position]]) -> None: ...
 
 
-class Projector:
+class Projector(Generic[E]):
     """Runs one projection's step on the records of one topic.
 
     Args:
@@ -62,6 +63,7 @@ class Projector:
         topic: short topic name (threads, facts, ...) used in positions.
         source_topic: the full Kafka topic name.
         codec: decodes records.
+        accepts: the event types that belong on this topic; any other is dead-lettered.
         step: the projection's work for a run of valid events.
         checkpoints: where poison records still advance the applied position.
         dead_letters: the dead-letter topic.
@@ -75,7 +77,8 @@ class Projector:
         topic: str,
         source_topic: str,
         codec: Codec,
-        step: Step,
+        accepts: tuple[type[E], ...],
+        step: Step[E],
         checkpoints: Checkpoints,
         dead_letters: DeadLetterSink,
         counter: DeadLetterCounter,
@@ -84,6 +87,7 @@ class Projector:
         self.topic = topic
         self.source_topic = source_topic
         self._codec = codec
+        self._accepts = accepts
         self._step = step
         self._checkpoints = checkpoints
         self._dead_letters = dead_letters
@@ -93,19 +97,22 @@ class Projector:
 
     async def handle(self, records: Sequence[Record]) -> None:
         """Apply a batch in log order; poison records are dead-lettered where they stand."""
-        run: list[Positioned] = []
+        run: list[tuple[E, Position]] = []
         for record in records:
             position = Position(self.topic, record.partition, record.offset)
             try:
                 decoded = self._codec.decode(record.value)
-                run.append((from_record(decoded.full_name, decoded.record), position))
+                event = from_record(decoded.full_name, decoded.record)
+                if not isinstance(event, self._accepts):
+                    raise InvalidEvent("event_type", f"{event.TYPE} does not belong on {self.source_topic}")
+                run.append((cast(E, event), position))
             except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
                 await self._apply(run)
                 run = []
                 await self._retrying(partial(self._dead_letter, position, record, exc))
         await self._apply(run)
 
-    async def _apply(self, run: list[Positioned]) -> None:
+    async def _apply(self, run: list[tuple[E, Position]]) -> None:
         if not run:
             return
         try:
@@ -118,7 +125,7 @@ class Projector:
             for item in run:
                 await self._apply_one(item)
 
-    async def _apply_one(self, item: Positioned) -> None:
+    async def _apply_one(self, item: tuple[E, Position]) -> None:
         event, position = item
         try:
             await self._retrying(partial(self._step, [item]))

@@ -10,13 +10,16 @@ from typing import Any
 import faust
 import redis.asyncio as aioredis
 
+from memlog.embeddings import make_embedder
 from memlog.services import make_codec
 from memlog.settings import Settings
-from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, mongo_client
 from projections.redis_store import RedisCounters, RedisSessionStore
 from projections.stores import Checkpoints
 from projections.tokens import TokenCounter, load_encoding
+from schemas.events import FACT_EVENTS, THREAD_EVENTS, FactEvent, ThreadEvent
 from streams.agents.archive import ArchiveStep
+from streams.agents.facts import FactActivityStep, FactStep
 from streams.agents.sessions import SessionStep
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
@@ -39,7 +42,7 @@ class FaustDeadLetters:
         await pending
 
 
-def subscribe(app: faust.App, topic: Any, projector: Projector, settings: Settings) -> None:
+def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: Settings) -> None:
     """One agent per projection. Faust acks a batch when the loop asks for the next one, after the store write."""
 
     async def project(stream: Any) -> None:
@@ -74,17 +77,39 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
     archive_checkpoints = MongoCheckpoints(database, "archive")
     count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
 
-    def projector(name: str, step: Step, checkpoints: Checkpoints) -> Projector:
+    def projector(name: str, step: Step[ThreadEvent], checkpoints: Checkpoints) -> Projector[ThreadEvent]:
         return Projector(
             name=name,
             topic="threads",
             source_topic=settings.threads_topic,
             codec=codec,
+            accepts=THREAD_EVENTS,
             step=step,
             checkpoints=checkpoints,
             dead_letters=dead_letters,
             counter=counters,
         )
+
+    facts_topic = app.topic(
+        settings.topic("facts"), key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+    )
+    facts = MongoFactStore(database)
+    fact_policy = settings.fact_policy()
+    facts_projector: Projector[FactEvent] = Projector(
+        name="facts",
+        topic="facts",
+        source_topic=settings.topic("facts"),
+        codec=codec,
+        accepts=FACT_EVENTS,
+        step=FactStep(facts, fact_policy, make_embedder(settings)),
+        checkpoints=facts,
+        dead_letters=dead_letters,
+        counter=counters,
+    )
+    subscribe(app, facts_topic, facts_projector, settings)
+    activity_checkpoints = MongoCheckpoints(database, "facts-activity")
+    activity = FactActivityStep(facts, activity_checkpoints, fact_policy)
+    subscribe(app, threads, projector("facts-activity", activity, activity_checkpoints), settings)
 
     producer = EventProducer(settings, codec, idempotence=settings.idempotent_producer)
     folds = FoldScheduler(
@@ -104,6 +129,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
 
     async def prepare() -> None:
         await archive.prepare()
+        await facts.prepare()
         await producer.start()
 
     return app, prepare

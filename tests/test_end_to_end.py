@@ -163,16 +163,16 @@ async def test_garbage_on_the_threads_topic_is_dead_lettered_and_the_next_exchan
     assert accepted["position"].split(".")[1] == str(meta.partition)  # same partition, after the poison
     ctx = await http.get("/v1/tenants/castle-eu-1/subjects/steve-4/context", params={"after": accepted["position"]})
     assert ctx.status_code == 200 and len(ctx.json()["exchanges"]) == 1
-    letters = await consume_all(e2e_settings, e2e_settings.deadletter_topic, 2)
+    letters = await consume_all(e2e_settings, e2e_settings.deadletter_topic, 3)
     codec = Codec(Catalog())
     decoded = [codec.decode(value).record for *_, value in letters]
-    assert {d["consumer"] for d in decoded} == {"sessions", "archive"}
+    assert {d["consumer"] for d in decoded} == {"sessions", "archive", "facts-activity"}
     for letter in decoded:
         assert letter["value"] == garbage
         assert (letter["source_partition"], letter["source_offset"]) == (meta.partition, meta.offset)
         assert "not a memlog event" in letter["error"]
     ready = (await http.get("/readyz")).json()
-    assert ready["dead_letters"] == {e2e_settings.threads_topic: before + 2}
+    assert ready["dead_letters"] == {e2e_settings.threads_topic: before + 3}
 
 
 async def test_health_and_openapi(http: httpx.AsyncClient) -> None:

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from projections.position import Position
 from projections.stores import ArchivedEvent, ArchiveStore, Checkpoints
-from schemas.events import to_record
-from streams.projector import Positioned
+from schemas.events import ThreadEvent, to_record
 
 
 class ArchiveStep:
@@ -15,7 +14,7 @@ class ArchiveStep:
         self._store = store
         self._checkpoints = checkpoints
 
-    async def __call__(self, events: Sequence[Positioned]) -> None:
+    async def __call__(self, events: Sequence[tuple[ThreadEvent, Position]]) -> None:
         await self._store.append(
             [
                 ArchivedEvent(

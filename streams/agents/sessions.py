@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from projections.position import Position
 from projections.session import (
     ThreadKey,
     ThreadPolicy,
@@ -14,8 +15,7 @@ from projections.session import (
     thread_key,
 )
 from projections.stores import SessionStore
-from schemas.events import now_ms
-from streams.projector import Positioned
+from schemas.events import ThreadEvent, now_ms
 
 
 class SessionStep:
@@ -38,7 +38,7 @@ class SessionStep:
         self._count_tokens = count_tokens
         self._request_fold = request_fold
 
-    async def __call__(self, events: Sequence[Positioned]) -> None:
+    async def __call__(self, events: Sequence[tuple[ThreadEvent, Position]]) -> None:
         wanted = list(
             dict.fromkeys(
                 (thread_key(event), exchange_id)

@@ -1,0 +1,78 @@
+"""`memlog mcp`: the agent's memory tools (remember, recall, forget) as an MCP server on stdio.
+
+One server per agent identity (`--agent`); every tool names the tenant and the subject, so one
+agent runtime can serve many players. Calls go through the same Memory as the HTTP API and CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from memlog.embeddings import make_embedder
+from memlog.memory import Memory
+from memlog.services import open_services
+from memlog.settings import Settings
+
+
+class _Opened:
+    """The services, opened on the first call inside the server's event loop, closed at its end."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.memory: Memory | None = None
+        self._lock = asyncio.Lock()
+        self._stack = AsyncExitStack()
+
+    async def get(self) -> Memory:
+        async with self._lock:
+            if self.memory is None:
+                services = await self._stack.enter_async_context(open_services(self.settings, producer=True))
+                self.memory = Memory(
+                    services.producer,
+                    services.facts,
+                    self.settings.fact_policy(),
+                    f"mcp:{self.settings.producer_name}",
+                    make_embedder(self.settings),
+                )
+            return self.memory
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+
+
+def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:
+    opened = _Opened(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await opened.close()
+
+    server: MCPServer[Any] = MCPServer(
+        name="memlog", lifespan=lifespan, instructions="Lasting memory about the user: remember, recall, forget."
+    )
+
+    @server.tool(description="Save one short, lasting fact about the user. Say so to the user when you do.")
+    async def remember(tenant: str, subject: str, text: str, scope: str = "agent") -> dict[str, Any]:
+        return await (await opened.get()).run_tool(tenant, subject, agent, "remember", {"text": text, "scope": scope})
+
+    @server.tool(description="Look up lasting facts about the user beyond those supplied with the context.")
+    async def recall(tenant: str, subject: str, query: str) -> dict[str, Any]:
+        return await (await opened.get()).run_tool(tenant, subject, agent, "recall", {"query": query})
+
+    @server.tool(description="Delete a lasting fact that turned out to be wrong.")
+    async def forget(tenant: str, subject: str, fact_id: str) -> dict[str, Any]:
+        return await (await opened.get()).run_tool(tenant, subject, agent, "forget", {"fact_id": fact_id})
+
+    return server
+
+
+def run_mcp(settings: Settings, agent: str) -> None:
+    build_mcp(settings, agent).run("stdio")

@@ -1,0 +1,79 @@
+"""The FactStore contract, run against every implementation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from memlog.settings import Settings
+from projections.facts import Fact, SubjectFacts
+from projections.memory import MemoryFactStore
+from projections.mongo_store import MongoFactStore, mongo_client
+from projections.position import Position
+from projections.stores import FactStore
+
+T0 = 1_795_000_000_000
+
+
+def facts(*texts: str, expires_at: int = T0 + 1000) -> SubjectFacts:
+    return SubjectFacts(
+        facts=tuple(Fact(f"f{n}", "shared", None, text, "subject", T0, T0, (text,)) for n, text in enumerate(texts)),
+        last_question_at=T0,
+        expires_at=expires_at,
+    )
+
+
+class FactStoreContract:
+    async def test_written_facts_read_back(self, store: FactStore) -> None:
+        assert await store.load("castle", "ann") is None
+        assert await store.write("castle", "ann", facts("one", "two"), Position("facts", 1, 4))
+        assert await store.load("castle", "ann") == facts("one", "two")
+        assert await store.applied("facts", 1) == 4
+
+    async def test_a_position_already_applied_is_not_applied_twice(self, store: FactStore) -> None:
+        await store.write("castle", "ann", facts("new"), Position("facts", 1, 4))
+        assert not await store.write("castle", "ann", facts("stale"), Position("facts", 1, 3))
+        assert not await store.write("castle", "ann", facts("again"), Position("facts", 1, 4))
+        loaded = await store.load("castle", "ann")
+        assert loaded is not None and [f.text for f in loaded.facts] == ["new"]
+
+    async def test_a_question_moves_the_kept_until_date_forward_only(self, store: FactStore) -> None:
+        await store.write("castle", "ann", facts("one"), Position("facts", 0, 0))
+        await store.questioned("castle", "ann", T0 + 5000, 1000)
+        await store.questioned("castle", "ann", T0 + 10, 1000)
+        loaded = await store.load("castle", "ann")
+        assert loaded is not None and (loaded.last_question_at, loaded.expires_at) == (T0 + 5000, T0 + 6000)
+        # a later write with an older date never moves it back
+        await store.write("castle", "ann", facts("one", "two"), Position("facts", 0, 1))
+        loaded = await store.load("castle", "ann")
+        assert loaded is not None and loaded.expires_at == T0 + 6000 and len(loaded.facts) == 2
+
+    async def test_subjects_and_tenants_stay_apart(self, store: FactStore) -> None:
+        await store.write("castle", "ann", facts("ann's"), Position("facts", 0, 0))
+        await store.write("castle:2", "ann", facts("other tenant's"), Position("facts", 0, 1))
+        await store.write("castle", "bob", facts("bob's"), Position("facts", 0, 2))
+        for tenant, subject, text in [
+            ("castle", "ann", "ann's"),
+            ("castle:2", "ann", "other tenant's"),
+            ("castle", "bob", "bob's"),
+        ]:
+            loaded = await store.load(tenant, subject)
+            assert loaded is not None and [f.text for f in loaded.facts] == [text]
+
+
+class TestMemoryFactStore(FactStoreContract):
+    @pytest.fixture
+    def store(self) -> FactStore:
+        return MemoryFactStore()
+
+
+class TestMongoFactStore(FactStoreContract):
+    @pytest.fixture
+    async def store(self, settings: Settings) -> AsyncIterator[FactStore]:
+        client = mongo_client(settings.mongo)
+        store = MongoFactStore(client[settings.mongo_db_name])
+        await store.prepare()
+        yield store
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()

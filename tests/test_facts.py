@@ -1,0 +1,279 @@
+"""The lasting memory on the real broker and MongoDB-protocol server, through memlog's worker and API."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memlog.services import open_services
+from memlog.settings import Settings
+from schemas.events import Envelope, FactRemembered, QuestionAsked, now_ms
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+from tests.processes import free_port, settings_env, start_api, start_worker
+
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+DAY_MS = 86_400_000
+
+
+@pytest.fixture(scope="module")
+def live(stack: Settings) -> Iterator[Settings]:
+    settings = unique_settings(stack, api_port=free_port(), fact_max_chars=200)
+    asyncio.run(ensure_topics(settings))
+    worker = start_worker(settings, LOGS)
+    api = start_api(settings, LOGS)
+    yield settings
+    api.stop()
+    worker.stop()
+
+
+@pytest.fixture
+async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
+        yield client
+
+
+async def remember(http: httpx.AsyncClient, subject: str, text: str, **extra: Any) -> dict[str, Any]:
+    tenant = extra.pop("tenant", "castle")
+    response = await http.post(f"/v1/tenants/{tenant}/subjects/{subject}/facts", json={"text": text, **extra})
+    assert response.status_code == 202, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def facts(http: httpx.AsyncClient, subject: str, after: str | None = None, **params: Any) -> list[dict[str, Any]]:
+    query = {**params, **({"after": after} if after else {})}
+    response = await http.get(f"/v1/tenants/castle/subjects/{subject}/facts", params=query)
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()["facts"]
+    return found
+
+
+async def recalled(
+    http: httpx.AsyncClient, subject: str, question: str, agent: str, after: str | None = None, tenant: str = "castle"
+) -> list[str]:
+    params = {"question": question, "agent": agent, **({"after": after} if after else {})}
+    response = await http.get(f"/v1/tenants/{tenant}/subjects/{subject}/context", params=params)
+    assert response.status_code == 200, response.text
+    return [fact["text"] for fact in response.json()["facts"]]
+
+
+async def test_a_shared_fact_is_recalled_by_every_agent_and_an_agent_scoped_one_only_by_its_own(
+    http: httpx.AsyncClient,
+) -> None:
+    await remember(http, "ann", "the guild meets on fridays", scope="shared", agent="smith", source="agent")
+    last = await remember(http, "ann", "owes the smith ten iron", scope="agent", agent="smith", source="agent")
+    by_smith = await recalled(http, "ann", "when does the guild meet and what do I owe?", "smith", last["position"])
+    by_baker = await recalled(http, "ann", "when does the guild meet and what do I owe?", "baker")
+    assert set(by_smith) == {"the guild meets on fridays", "owes the smith ten iron"}
+    assert by_baker == ["the guild meets on fridays"]
+
+
+async def test_a_subjects_facts_never_reach_another_subject_or_tenant(http: httpx.AsyncClient) -> None:
+    last = await remember(http, "bea", "secret base under the lake", scope="shared")
+    assert await recalled(http, "cid", "where is the secret base under the lake?", "any", last["position"]) == []
+    assert await recalled(http, "bea", "secret base", "any", tenant="other-server") == []
+    assert await recalled(http, "bea", "secret base", "any") == ["secret base under the lake"]
+
+
+async def test_the_31st_fact_is_refused_naming_the_limit(http: httpx.AsyncClient) -> None:
+    last = None
+    for number in range(30):
+        last = await remember(http, "dan", f"fact number {number}", scope="shared")
+    assert last is not None
+    assert len(await facts(http, "dan", last["position"])) == 30
+    response = await http.post("/v1/tenants/castle/subjects/dan/facts", json={"text": "one more"})
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert detail["loc"][-1] == "facts" and "forget or revise" in detail["msg"]
+    assert len(await facts(http, "dan")) == 30
+
+
+async def test_a_fact_over_the_length_limit_is_refused(http: httpx.AsyncClient) -> None:
+    response = await http.post("/v1/tenants/castle/subjects/eve/facts", json={"text": "x" * 201})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][-1] == "text" and "200" in response.text
+    assert await facts(http, "eve") == []
+
+
+async def test_facts_expire_365_days_after_the_last_question_and_each_question_moves_that(
+    http: httpx.AsyncClient, live: Settings
+) -> None:
+    now = now_ms()
+    old = now - 400 * DAY_MS
+
+    def envelope(subject: str, at: int) -> Envelope:
+        return Envelope(tenant="castle", subject=subject, thread="session", producer="test", occurred_at=at)
+
+    async with open_services(live, producer=True) as services:
+        await services.producer.produce([FactRemembered(envelope("fay", old), "f1", "shared", "remembered long ago")])
+        await services.producer.produce([FactRemembered(envelope("gil", old), "f1", "shared", "also long ago")])
+        asked = await services.producer.produce([QuestionAsked(envelope("gil", now - 10 * DAY_MS), "x1", "hello")])
+        last = await services.producer.produce([FactRemembered(envelope("zed", now), "f1", "shared", "marker")])
+    await facts(http, "zed", f"{last.token()},{asked.token()}")
+    assert await facts(http, "fay") == []  # past its 365 days: never returned, even before the TTL monitor runs
+    assert [f["text"] for f in await facts(http, "gil")] == ["also long ago"]  # kept: asked 10 days ago
+
+
+async def test_facts_are_edited_and_deleted_through_the_api(http: httpx.AsyncClient) -> None:
+    kept = await remember(http, "hal", "base at 100 64 -20")
+    doomed = await remember(http, "hal", "likes long answers")
+    edited = await http.patch(
+        f"/v1/tenants/castle/subjects/hal/facts/{kept['fact_id']}",
+        json={"text": "base at 120 64 -20"},
+        params={"after": kept["position"]},
+    )
+    assert edited.status_code == 202
+    deleted = await http.delete(
+        f"/v1/tenants/castle/subjects/hal/facts/{doomed['fact_id']}", params={"after": doomed["position"]}
+    )
+    assert deleted.status_code == 202
+    after = f"{edited.json()['position']},{deleted.json()['position']}"
+    assert [f["text"] for f in await facts(http, "hal", after)] == ["base at 120 64 -20"]
+    # a deleted fact influences no later read
+    assert "likes long answers" not in await recalled(http, "hal", "do I like long answers?", "any")
+    missing = await http.delete("/v1/tenants/castle/subjects/hal/facts/no-such-fact")
+    assert missing.status_code == 422 and "no fact" in missing.text
+    cleared = await http.delete("/v1/tenants/castle/subjects/hal/facts")
+    assert await facts(http, "hal", cleared.json()["position"]) == []
+
+
+async def test_facts_are_listed_added_edited_and_deleted_through_the_cli(
+    http: httpx.AsyncClient, live: Settings
+) -> None:
+    async def cli(*args: str) -> str:
+        done = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "memlog",
+            "facts",
+            *args,
+            env=settings_env(live),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        output, _ = await done.communicate()
+        assert done.returncode == 0, output
+        return output.decode()
+
+    added = await cli("add", "castle", "ivy", "my", "dog", "is", "called", "Rex")
+    fact_id, position = added.split()[1], added.split()[2].strip("()")
+    assert [f["text"] for f in await facts(http, "ivy", position)] == ["my dog is called Rex"]
+    edited = await cli("edit", "castle", "ivy", fact_id, "my dog is called Max")
+    await facts(http, "ivy", edited.split()[-1].strip("()"))
+    assert fact_id in await cli("list", "castle", "ivy") and "Max" in await cli("list", "castle", "ivy")
+    removed = await cli("rm", "castle", "ivy", fact_id)
+    assert await facts(http, "ivy", removed.split()[-1].strip("()")) == []
+
+
+async def test_the_agents_tools_are_published_and_run(http: httpx.AsyncClient) -> None:
+    tools = (await http.get("/v1/tools")).json()
+    assert [t["function"]["name"] for t in tools] == ["remember", "recall", "forget"]
+    assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in tools)
+    base = "/v1/tenants/castle/subjects/jon/agents/allay/tools"
+    asked = (
+        await http.post(
+            "/v1/exchanges",
+            json={"tenant": "castle", "subject": "jon", "question": "remember my base", "exchange_id": "ex-jon-1"},
+        )
+    ).json()
+    saved = await http.post(
+        f"{base}/remember",
+        json={
+            "arguments": {"text": "jon's base is at 5 70 5", "scope": "agent"},
+            "exchange_id": "ex-jon-1",
+            "call_index": 0,
+        },
+    )
+    assert saved.status_code == 200, saved.text
+    result = saved.json()
+    found = await http.get(f"/v1/tenants/castle/subjects/jon/facts?after={result['position']}")
+    assert [f["text"] for f in found.json()["facts"]] == ["jon's base is at 5 70 5"]
+    hits = (await http.post(f"{base}/recall", json={"arguments": {"query": "where is my base?"}})).json()["facts"]
+    assert [h["text"] for h in hits] == ["jon's base is at 5 70 5"]
+    # the call shows in the exchange's transcript
+    ctx = (
+        await http.get(
+            "/v1/tenants/castle/subjects/jon/context",
+            params={"after": f"{asked['position']},{result['transcript_position']}"},
+        )
+    ).json()
+    assert ctx["exchanges"][0]["tool_calls"][0]["name"] == "remember"
+    assert ctx["exchanges"][0]["tool_calls"][0]["result"]["saved"] is True
+    gone = (await http.post(f"{base}/forget", json={"arguments": {"fact_id": result["fact_id"]}})).json()
+    assert "position" in gone, gone
+    assert await facts(http, "jon", gone["position"]) == []
+    unknown = await http.post(f"{base}/teleport", json={"arguments": {}})
+    assert unknown.status_code == 422 and "no tool" in unknown.text
+    bad = await http.post(f"{base}/remember", json={"arguments": {"text": "x", "colour": "red"}})
+    assert bad.status_code == 422 and "colour" in bad.text
+
+
+async def test_recall_finds_ai_and_falls_back_to_the_most_recent(http: httpx.AsyncClient) -> None:
+    await remember(http, "kim", "AI")
+    await remember(http, "kim", "my favourite colour is green")
+    last = await remember(http, "kim", "I build castles out of sandstone")
+    assert await recalled(http, "kim", "what did I say about AI?", "any", last["position"]) == ["AI"]
+    fallback = await recalled(http, "kim", "zzz xyzzy", "any")
+    assert fallback[0] == "I build castles out of sandstone" and len(fallback) == 3
+    searched = await facts(http, "kim", q="colour")
+    assert [f["text"] for f in searched] == ["my favourite colour is green"]
+
+
+async def test_the_tools_are_served_over_mcp(http: httpx.AsyncClient, live: Settings) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memlog", "mcp", "--agent", "allay"], env=settings_env(live)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        assert sorted(tool.name for tool in listed.tools) == ["forget", "recall", "remember"]
+        saved = await session.call_tool(
+            "remember", {"tenant": "castle", "subject": "mia", "text": "mia's farm is at 300 70 40"}
+        )
+        assert not saved.is_error, saved
+        result = saved.structured_content
+        assert result is not None and result["saved"] is True
+        found = await facts(http, "mia", result["position"])
+        assert [(f["text"], f["agent"], f["scope"]) for f in found] == [
+            ("mia's farm is at 300 70 40", "allay", "agent")
+        ]
+        hits = await session.call_tool("recall", {"tenant": "castle", "subject": "mia", "query": "where is my farm?"})
+        assert hits.structured_content is not None
+        assert [h["text"] for h in hits.structured_content["facts"]] == ["mia's farm is at 300 70 40"]
+
+
+async def test_with_the_local_embedding_model_a_paraphrase_is_found(stack: Settings) -> None:
+    settings = unique_settings(stack, api_port=free_port(), embeddings="local")
+    await ensure_topics(settings)
+    worker = await asyncio.to_thread(start_worker, settings, LOGS)
+    api = await asyncio.to_thread(start_api, settings, LOGS)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            await remember(http, "nia", "I prefer short answers")
+            await remember(http, "nia", "my base is at 100 64 -20")
+            last = await remember(http, "nia", "my dog is called Rex")
+            response = await http.get(
+                "/v1/tenants/castle/subjects/nia/context",
+                params={"question": "keep your replies brief please", "agent": "allay", "after": last["position"]},
+            )
+            found = response.json()["facts"]
+            stored = await http.get("/v1/tenants/castle/subjects/nia/facts")
+    finally:
+        api.stop()
+        worker.stop()
+    assert found[0]["text"] == "I prefer short answers" and found[0]["how"] == "similarity"
+    assert len(stored.json()["facts"]) == 3
+    async with open_services(settings) as services:
+        state = await services.facts.load("castle", "nia")
+    assert state is not None and {f.vector_model for f in state.facts} == {"all-MiniLM-L6-v2"}
+    assert all(len(f.vector) == 384 for f in state.facts)
