@@ -57,6 +57,7 @@ test-fast: $(STAMP) ## the suite without the slow crash-recovery scenario
 bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the local stack
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.projection
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.threads
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.recall
 
 fixtures: $(STAMP) ## write Avro fixtures for new schema versions (never overwrites)
 	$(BIN)/python -m tests.fixtures.make_avro_fixtures
