@@ -58,15 +58,17 @@ async def run(settings: Settings) -> None:
     async with open_services(settings, producer=True) as services:
         await services.facts.prepare()
         started = time.perf_counter()
-        for chunk in range(0, SUBJECTS, 100):
-            await asyncio.gather(
-                *(
-                    services.facts.write("bench", f"player-{n:05d}", subject_facts(n, now), Position("facts", 0, n))
-                    for n in range(chunk, min(chunk + 100, SUBJECTS))
-                )
+        for chunk in range(0, SUBJECTS, 500):
+            await services.facts.write_many(
+                [
+                    ("bench", f"player-{n:05d}", subject_facts(n, now), Position("facts", 0, n))
+                    for n in range(chunk, min(chunk + 500, SUBJECTS))
+                ]
             )
+            print(f"  {chunk + 500:,} subjects written, {time.perf_counter() - started:.1f}s", flush=True)
         print(f"wrote {SUBJECTS:,} subjects x {PER_SUBJECT} facts in {time.perf_counter() - started:.1f}s")
         model = LocalMiniLM()
+        print("embedding the facts of 100 subjects", flush=True)
         for n in range(EMBEDDED_SUBJECTS):
             state = await embedded(subject_facts(n, now), model)
             await services.facts.write("bench-vec", f"player-{n:05d}", state, Position("facts", 1, n))

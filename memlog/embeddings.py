@@ -233,6 +233,9 @@ class OpenAIEmbeddings:
         except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
             raise EmbeddingFailed(f"{self.name}: {type(exc).__name__}: {exc}") from exc
 
+    async def close(self) -> None:
+        await self._client.aclose()
+
 
 def make_embedder(settings: Settings) -> Embedder | None:
     if settings.embeddings == "local":

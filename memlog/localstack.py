@@ -338,12 +338,15 @@ class Mongo(Service):
             if found is None:
                 raise ServiceSetupError("SecantusDB is missing: pip install 'memlog[dev]' (or set MEMLOG_MONGO_URL)")
             binary = Path(found)
+        # --standalone: in its default replica-set mode SecantusDB keeps a cache of retryable writes
+        # that it re-sorts on every write once past 10,000 entries, and slows about sixfold.
         return [
             str(binary),
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
+            "--standalone",
             "--storage-path",
             str(self.home / "mongo"),
             "--log-level",

@@ -123,7 +123,6 @@ class MemoryFactStore(_MemoryCheckpoints):
         old = self._subjects.get(key)
         if old is not None and old[1] >= position.offset:
             return False
-        await self.advance(position)
         if old is not None:
             state = replace(
                 state,
@@ -132,6 +131,9 @@ class MemoryFactStore(_MemoryCheckpoints):
             )
         self._subjects[key] = (state, position.offset)
         return True
+
+    async def write_many(self, items: list[tuple[str, str, SubjectFacts, Position]]) -> int:
+        return sum([await self.write(*item) for item in items])
 
     async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
         old = self._subjects.get((tenant, subject), (SubjectFacts(), -1))

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pymongo import ASCENDING, AsyncMongoClient
+from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
+from pymongo.errors import BulkWriteError, PyMongoError
 
 from memlog.errors import StoreUnavailable
 from projections.facts import Fact, SubjectFacts
@@ -204,33 +204,42 @@ class MongoFactStore:
             expires_at=int(doc.get("expires_at", 0)),
         )
 
+    def _update(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> UpdateOne:
+        return UpdateOne(
+            {"_id": self._id(tenant, subject), "$or": [{"pos": {"$lt": position.offset}}, {"pos": {"$exists": False}}]},
+            {
+                "$set": {
+                    "tenant": tenant,
+                    "subject": subject,
+                    "facts": [_fact_doc(fact) for fact in state.facts],
+                    "pos": position.offset,
+                },
+                "$max": {
+                    "last_question_at": state.last_question_at,
+                    "expires_at": state.expires_at,
+                    "expires": _expiry(state.expires_at),
+                },
+            },
+            upsert=True,
+        )
+
     async def write(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> bool:
-        doc_id = self._id(tenant, subject)
-        try:
-            with mongo_errors():
-                try:
-                    result = await self._facts.update_one(
-                        {"_id": doc_id, "$or": [{"pos": {"$lt": position.offset}}, {"pos": {"$exists": False}}]},
-                        {
-                            "$set": {
-                                "tenant": tenant,
-                                "subject": subject,
-                                "facts": [_fact_doc(fact) for fact in state.facts],
-                                "pos": position.offset,
-                            },
-                            "$max": {
-                                "last_question_at": state.last_question_at,
-                                "expires_at": state.expires_at,
-                                "expires": _expiry(state.expires_at),
-                            },
-                        },
-                        upsert=True,
-                    )
-                except DuplicateKeyError:
-                    return False  # the document holds this position or a later one
-                return result.modified_count == 1 or result.upserted_id is not None
-        finally:
-            await self.advance(position)
+        return await self.write_many([(tenant, subject, state, position)]) == 1
+
+    async def write_many(self, items: list[tuple[str, str, SubjectFacts, Position]]) -> int:
+        """Several subjects in one round trip; those already at or past their position are skipped."""
+        if not items:
+            return 0
+        with mongo_errors():
+            try:
+                result = await self._facts.bulk_write([self._update(*item) for item in items], ordered=False)
+                return int(result.modified_count + result.upserted_count)
+            except BulkWriteError as exc:
+                # a duplicate key means the document holds this position or a later one: already applied
+                errors = exc.details.get("writeErrors", [])
+                if any(err.get("code") != DUPLICATE_KEY for err in errors):
+                    raise
+                return int(exc.details.get("nModified", 0)) + len(exc.details.get("upserted", []))
 
     async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
         # Upserted: the question may be applied before a fact of the same moment, from the other topic.

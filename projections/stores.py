@@ -83,8 +83,13 @@ class FactStore(Checkpoints, Protocol):
     async def write(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> bool:
         """Store the facts with the event's position; False when that position was applied already.
 
-        The kept-until date only ever moves later, whatever the order of writes and questions.
+        The kept-until date only ever moves later, whatever the order of writes and questions. The
+        caller advances the checkpoint once per batch, after its writes.
         """
+        ...
+
+    async def write_many(self, items: list[tuple[str, str, SubjectFacts, Position]]) -> int:
+        """`write` for several subjects at once (one round trip where the store can); how many were new."""
         ...
 
     async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:

@@ -38,9 +38,16 @@ class FactStep:
                 # the API refuses these first; here they are late duplicates or over-cap races
                 log.info("%s at %s changes nothing: %s", event.TYPE, position.token(), refused)
             states[key] = (state, position)
+        writes = []
         for (tenant, subject), (folded, position) in states.items():
             ready = await embedded(folded, self._embedder) if self._embedder is not None else folded
-            await self._store.write(tenant, subject, ready, position)
+            writes.append((tenant, subject, ready, position))
+        await self._store.write_many(writes)
+        newest: dict[int, Position] = {}
+        for _, position in events:
+            newest[position.partition] = max(newest.get(position.partition, position), position)
+        for position in newest.values():
+            await self._store.advance(position)
 
 
 async def embedded(state: SubjectFacts, embedder: Embedder) -> SubjectFacts:

@@ -29,6 +29,8 @@ class FactStoreContract:
         assert await store.load("castle", "ann") is None
         assert await store.write("castle", "ann", facts("one", "two"), Position("facts", 1, 4))
         assert await store.load("castle", "ann") == facts("one", "two")
+        assert await store.applied("facts", 1) == -1  # the caller advances it, once per batch
+        await store.advance(Position("facts", 1, 4))
         assert await store.applied("facts", 1) == 4
 
     async def test_a_position_already_applied_is_not_applied_twice(self, store: FactStore) -> None:
@@ -48,6 +50,20 @@ class FactStoreContract:
         await store.write("castle", "ann", facts("one", "two"), Position("facts", 0, 1))
         loaded = await store.load("castle", "ann")
         assert loaded is not None and loaded.expires_at == T0 + 6000 and len(loaded.facts) == 2
+
+    async def test_many_subjects_are_written_at_once_skipping_those_applied(self, store: FactStore) -> None:
+        await store.write("castle", "ann", facts("ann's"), Position("facts", 0, 5))
+        written = await store.write_many(
+            [
+                ("castle", "ann", facts("stale"), Position("facts", 0, 3)),
+                ("castle", "bob", facts("bob's"), Position("facts", 0, 4)),
+                ("castle", "cid", facts("cid's"), Position("facts", 0, 6)),
+            ]
+        )
+        assert written == 2
+        for subject, text in [("ann", "ann's"), ("bob", "bob's"), ("cid", "cid's")]:
+            loaded = await store.load("castle", subject)
+            assert loaded is not None and [f.text for f in loaded.facts] == [text]
 
     async def test_subjects_and_tenants_stay_apart(self, store: FactStore) -> None:
         await store.write("castle", "ann", facts("ann's"), Position("facts", 0, 0))
