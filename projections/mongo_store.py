@@ -206,7 +206,9 @@ class MongoFactStore:
 
     def _update(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> UpdateOne:
         return UpdateOne(
-            {"_id": self._id(tenant, subject), "$or": [{"pos": {"$lt": position.offset}}, {"pos": {"$exists": False}}]},
+            # "$not $gte" also matches a document without `pos`, like an $or of the two would; unlike an
+            # $or, SecantusDB routes it through the _id index (measured: 158 vs 3.6 updates/s at 3,000 docs)
+            {"_id": self._id(tenant, subject), "pos": {"$not": {"$gte": position.offset}}},
             {
                 "$set": {
                     "tenant": tenant,
