@@ -432,25 +432,9 @@ def create_api(settings: Settings) -> FastAPI:
         check_name("tenant", tenant)
         check_name("subject", subject)
         check_name("agent", agent)
-        if body.exchange_id is not None and body.call_index is None:
-            raise InvalidEvent("call_index", "is needed to record the call in an exchange")
-        result = await api.memory.run_tool(tenant, subject, agent, name, body.arguments)
-        if body.exchange_id is not None and body.call_index is not None:
-            env = Envelope(
-                tenant=tenant, subject=subject, agent=agent, thread=SESSION_THREAD, producer=api.settings.producer_name
-            )
-            call = ToolCalled(
-                env,
-                body.exchange_id,
-                body.call_index,
-                name,
-                _json("arguments", body.arguments),
-                _json("result", result),
-                True,
-                None,
-            )
-            result["transcript_position"] = (await api.services.producer.produce([call])).token()
-        return result
+        return await api.memory.run_tool(
+            tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
+        )
 
     @app.get("/v1/tenants/{tenant}/public/context", response_model=Context)
     async def public_context(

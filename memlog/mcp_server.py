@@ -60,16 +60,39 @@ def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:
     )
 
     @server.tool(description="Save one short, lasting fact about the user. Say so to the user when you do.")
-    async def remember(tenant: str, subject: str, text: str, scope: str = "agent") -> dict[str, Any]:
-        return await (await opened.get()).run_tool(tenant, subject, agent, "remember", {"text": text, "scope": scope})
+    async def remember(
+        tenant: str,
+        subject: str,
+        text: str,
+        scope: str = "agent",
+        exchange_id: str | None = None,
+        call_index: int | None = None,
+    ) -> dict[str, Any]:
+        return await (await opened.get()).run_tool(
+            tenant,
+            subject,
+            agent,
+            "remember",
+            {"text": text, "scope": scope},
+            exchange_id=exchange_id,
+            call_index=call_index,
+        )
 
     @server.tool(description="Look up lasting facts about the user beyond those supplied with the context.")
-    async def recall(tenant: str, subject: str, query: str) -> dict[str, Any]:
-        return await (await opened.get()).run_tool(tenant, subject, agent, "recall", {"query": query})
+    async def recall(
+        tenant: str, subject: str, query: str, exchange_id: str | None = None, call_index: int | None = None
+    ) -> dict[str, Any]:
+        return await (await opened.get()).run_tool(
+            tenant, subject, agent, "recall", {"query": query}, exchange_id=exchange_id, call_index=call_index
+        )
 
     @server.tool(description="Delete a lasting fact that turned out to be wrong.")
-    async def forget(tenant: str, subject: str, fact_id: str) -> dict[str, Any]:
-        return await (await opened.get()).run_tool(tenant, subject, agent, "forget", {"fact_id": fact_id})
+    async def forget(
+        tenant: str, subject: str, fact_id: str, exchange_id: str | None = None, call_index: int | None = None
+    ) -> dict[str, Any]:
+        return await (await opened.get()).run_tool(
+            tenant, subject, agent, "forget", {"fact_id": fact_id}, exchange_id=exchange_id, call_index=call_index
+        )
 
     return server
 

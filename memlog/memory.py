@@ -19,6 +19,7 @@ from schemas.events import (
     FactRemembered,
     FactRevised,
     FactsCleared,
+    ToolCalled,
     check_name,
     check_text,
     now_ms,
@@ -192,8 +193,38 @@ class Memory:
         fresh = {fact.fact_id: vector for fact, vector in zip(stale, vectors[1:], strict=True)}
         return {fact.fact_id: cosine(vectors[0], fresh.get(fact.fact_id, fact.vector)) for fact in visible}
 
-    async def run_tool(self, tenant: str, subject: str, agent: str, name: str, arguments: object) -> dict[str, Any]:
-        """Execute one of TOOL_DEFINITIONS for an agent; the result is what the model reads back."""
+    async def run_tool(
+        self,
+        tenant: str,
+        subject: str,
+        agent: str,
+        name: str,
+        arguments: object,
+        *,
+        exchange_id: str | None = None,
+        call_index: int | None = None,
+    ) -> dict[str, Any]:
+        """Execute one of TOOL_DEFINITIONS for an agent; the result is what the model reads back.
+
+        With an exchange id (and the call's index in it) the call is logged as a ToolCalled of that
+        exchange, so it renders in the transcript (seed 003: "Each call renders in the transcript").
+        """
+        if exchange_id is not None and call_index is None:
+            raise InvalidEvent("call_index", "is needed to record the call in an exchange")
+        result = await self._run(tenant, subject, agent, name, arguments)
+        if exchange_id is not None and call_index is not None:
+            call = ToolCalled(
+                self._envelope(tenant, subject, agent),
+                exchange_id,
+                call_index,
+                name,
+                json.dumps(arguments, ensure_ascii=False),
+                json.dumps(result, ensure_ascii=False),
+            )
+            result["transcript_position"] = (await self._producer.produce([call])).token()
+        return result
+
+    async def _run(self, tenant: str, subject: str, agent: str, name: str, arguments: object) -> dict[str, Any]:
         if not isinstance(arguments, dict):
             raise InvalidEvent("arguments", "must be a JSON object")
         allowed = {"remember": {"text", "scope"}, "recall": {"query"}, "forget": {"fact_id"}}
@@ -218,7 +249,3 @@ class Memory:
         fact_id = str(arguments.get("fact_id", ""))
         position = await self.forget(tenant, subject, fact_id, agent)
         return {"forgotten": True, "fact_id": fact_id, "position": position.token()}
-
-
-def tool_result_text(result: dict[str, Any]) -> str:
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))

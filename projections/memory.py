@@ -135,6 +135,7 @@ class MemoryFactStore(_MemoryCheckpoints):
     async def write_many(self, items: list[tuple[str, str, SubjectFacts, Position]]) -> int:
         return sum([await self.write(*item) for item in items])
 
-    async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
-        old = self._subjects.get((tenant, subject), (SubjectFacts(), -1))
-        self._subjects[(tenant, subject)] = (questioned(old[0], at, FactPolicy(keep_ms=keep_ms)), old[1])
+    async def questioned(self, asked: list[tuple[str, str, int]], keep_ms: int) -> None:
+        for tenant, subject, at in asked:
+            old = self._subjects.get((tenant, subject), (SubjectFacts(), -1))
+            self._subjects[(tenant, subject)] = (questioned(old[0], at, FactPolicy(keep_ms=keep_ms)), old[1])

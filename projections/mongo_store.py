@@ -243,10 +243,12 @@ class MongoFactStore:
                     raise
                 return int(exc.details.get("nModified", 0)) + len(exc.details.get("upserted", []))
 
-    async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
+    async def questioned(self, asked: list[tuple[str, str, int]], keep_ms: int) -> None:
         # Upserted: the question may be applied before a fact of the same moment, from the other topic.
-        with mongo_errors():
-            await self._facts.update_one(
+        if not asked:
+            return
+        updates = [
+            UpdateOne(
                 {"_id": self._id(tenant, subject)},
                 {
                     "$setOnInsert": {"tenant": tenant, "subject": subject, "facts": []},
@@ -254,3 +256,7 @@ class MongoFactStore:
                 },
                 upsert=True,
             )
+            for tenant, subject, at in asked
+        ]
+        with mongo_errors():
+            await self._facts.bulk_write(updates, ordered=False)

@@ -92,6 +92,6 @@ class FactStore(Checkpoints, Protocol):
         """`write` for several subjects at once (one round trip where the store can); how many were new."""
         ...
 
-    async def questioned(self, tenant: str, subject: str, at: int, keep_ms: int) -> None:
+    async def questioned(self, asked: list[tuple[str, str, int]], keep_ms: int) -> None:
         """A question moves the kept-until date of the subject's facts (idempotent, in any order with fact writes)."""
         ...

@@ -250,6 +250,20 @@ async def test_the_tools_are_served_over_mcp(http: httpx.AsyncClient, live: Sett
         hits = await session.call_tool("recall", {"tenant": "castle", "subject": "mia", "query": "where is my farm?"})
         assert hits.structured_content is not None
         assert [h["text"] for h in hits.structured_content["facts"]] == ["mia's farm is at 300 70 40"]
+        # with an exchange id the call renders in that exchange's transcript
+        asked = await http.post(
+            "/v1/exchanges",
+            json={"tenant": "castle", "subject": "mia", "question": "my farm?", "exchange_id": "ex-mia-1"},
+        )
+        logged = await session.call_tool(
+            "recall",
+            {"tenant": "castle", "subject": "mia", "query": "farm", "exchange_id": "ex-mia-1", "call_index": 0},
+        )
+        assert logged.structured_content is not None
+    after = f"{asked.json()['position']},{logged.structured_content['transcript_position']}"
+    ctx = (await http.get("/v1/tenants/castle/subjects/mia/context", params={"after": after})).json()
+    (call,) = ctx["exchanges"][0]["tool_calls"]
+    assert call["name"] == "recall" and call["result"]["facts"][0]["text"] == "mia's farm is at 300 70 40"
 
 
 async def test_with_the_local_embedding_model_a_paraphrase_is_found(stack: Settings) -> None:

@@ -84,7 +84,8 @@ class FactActivityStep:
             if isinstance(event, QuestionAsked) and env.thread == SESSION_THREAD and env.subject is not None:
                 key = (env.tenant, env.subject)
                 latest[key] = max(latest.get(key, 0), env.occurred_at)
-        for (tenant, subject), at in latest.items():
-            await self._store.questioned(tenant, subject, at, self._policy.keep_ms)
+        await self._store.questioned(
+            [(tenant, subject, at) for (tenant, subject), at in latest.items()], self._policy.keep_ms
+        )
         for position in newest.values():
             await self._checkpoints.advance(position)

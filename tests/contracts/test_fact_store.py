@@ -42,8 +42,8 @@ class FactStoreContract:
 
     async def test_a_question_moves_the_kept_until_date_forward_only(self, store: FactStore) -> None:
         await store.write("castle", "ann", facts("one"), Position("facts", 0, 0))
-        await store.questioned("castle", "ann", T0 + 5000, 1000)
-        await store.questioned("castle", "ann", T0 + 10, 1000)
+        await store.questioned([("castle", "ann", T0 + 5000), ("castle", "bob", T0)], 1000)
+        await store.questioned([("castle", "ann", T0 + 10)], 1000)
         loaded = await store.load("castle", "ann")
         assert loaded is not None and (loaded.last_question_at, loaded.expires_at) == (T0 + 5000, T0 + 6000)
         # a later write with an older date never moves it back
