@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlog.embeddings import make_embedder
 from memlog.errors import Conflict, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable
-from memlog.memory import TOOL_DEFINITIONS, Memory, fact_view, recalled_view
+from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
 from memlog.services import Services, open_services
 from memlog.settings import Settings
 from projections.position import Position
@@ -387,7 +387,7 @@ def create_api(settings: Settings) -> FastAPI:
             hits = [hit for hit in await api.memory.recall(tenant, subject, q, agent) if hit.how != "recent"]
             facts = [FactOut(**recalled_view(hit)) for hit in hits]
         else:
-            facts = [FactOut(**fact_view(fact)) for fact in await api.memory.facts(tenant, subject, agent)]
+            facts = [FactOut(**fact.view()) for fact in await api.memory.facts(tenant, subject, agent)]
         return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=api.settings.facts_max)
 
     @app.patch("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", status_code=202, response_model=FactAccepted)

@@ -77,20 +77,8 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
 ]
 
 
-def fact_view(fact: Fact) -> dict[str, Any]:
-    return {
-        "fact_id": fact.fact_id,
-        "scope": fact.scope,
-        "agent": fact.agent,
-        "text": fact.text,
-        "source": fact.source,
-        "created_at": fact.created_at,
-        "updated_at": fact.updated_at,
-    }
-
-
 def recalled_view(hit: Recalled) -> dict[str, Any]:
-    return {**fact_view(hit.fact), "score": round(hit.score, 4), "how": hit.how}
+    return {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how}
 
 
 class Memory:

@@ -13,6 +13,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from schemas.events import FactEvent, FactForgotten, FactRemembered, FactRevised, FactsCleared
 
@@ -40,6 +41,18 @@ class Fact:
     terms: tuple[str, ...] = ()
     vector: tuple[float, ...] = ()  # the text's embedding, by `vector_model`; empty without one
     vector_model: str = ""
+
+    def view(self) -> dict[str, Any]:
+        """What its owner sees of a fact (no index terms, no vector)."""
+        return {
+            "fact_id": self.fact_id,
+            "scope": self.scope,
+            "agent": self.agent,
+            "text": self.text,
+            "source": self.source,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
 
     def visible_to(self, agent: str | None) -> bool:
         """Seed 003: an agent's recall covers its own facts plus the shared ones."""

@@ -133,13 +133,7 @@ class MongoCheckpoints:
 
 def _fact_doc(fact: Fact) -> dict[str, Any]:
     return {
-        "fact_id": fact.fact_id,
-        "scope": fact.scope,
-        "agent": fact.agent,
-        "text": fact.text,
-        "source": fact.source,
-        "created_at": fact.created_at,
-        "updated_at": fact.updated_at,
+        **fact.view(),
         "terms": list(fact.terms),  # memlog's own token index: no $text, so any MongoDB-compatible server works
         "vector": list(fact.vector),
         "vector_model": fact.vector_model,
