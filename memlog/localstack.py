@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,7 @@ class Status:
     detail: str = ""
 
 
-class Service:
+class Service(ABC):
     """One local process: how to prepare, start and recognise it."""
 
     name = "service"
@@ -74,8 +75,9 @@ class Service:
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
+    @abstractmethod
     def port(self) -> int:
-        raise NotImplementedError  # each service names its port
+        """The loopback port it listens on."""
 
     @property
     def external(self) -> bool:
@@ -85,8 +87,9 @@ class Service:
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError  # each service names its command
+        """The command line that runs it in the foreground."""
 
     def prepare(self) -> None:
         """Install or initialise what the command needs (once)."""
