@@ -91,7 +91,7 @@ class Service(ABC):
     def command(self) -> list[str]:
         """The command line that runs it in the foreground."""
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 - a hook: only some services have something to prepare
         """Install or initialise what the command needs (once)."""
 
     def ready(self) -> bool:
