@@ -8,7 +8,7 @@ export MEMLOG_HOME ?= $(HOME)/.memlog
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install up down status test test-fast lint format typecheck compose-check bench fixtures clean
+.PHONY: help install up down status test test-fast lint format typecheck compose-check browser bench fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -48,7 +48,12 @@ compose-check: ## validate docker-compose.yml offline (Debian's docker-compose)
 	  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends docker-compose >/dev/null; }
 	docker-compose -f docker-compose.yml config -q
 
-test: lint typecheck compose-check ## lint, type-check, then the whole suite on the real local stack
+browser: ## Debian's chromium, for the trace page test (Playwright drives it; it downloads no browser)
+	@command -v chromium >/dev/null || { echo "installing chromium (Debian)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get -qq update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends chromium >/dev/null; }
+
+test: lint typecheck compose-check browser ## lint, type-check, then the whole suite on the real local stack
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/pytest
 
 test-fast: $(STAMP) ## the suite without the slow crash-recovery scenario
@@ -58,6 +63,7 @@ bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.projection
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.threads
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.recall
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.traces
 
 fixtures: $(STAMP) ## write Avro fixtures for new schema versions (never overwrites)
 	$(BIN)/python -m tests.fixtures.make_avro_fixtures

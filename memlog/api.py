@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,27 +16,35 @@ import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from fastapi import FastAPI, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlog.admin import TRACES_PAGE
 from memlog.embeddings import make_embedder
 from memlog.errors import Conflict, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable
 from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
 from memlog.services import Services, open_services
 from memlog.settings import Settings
 from projections.position import Position
+from projections.redaction import Redactor
 from projections.redis_store import redis_errors
 from projections.session import Session, ThreadKey
 from projections.stores import Checkpoints
+from projections.traces import redact_run, sampled, shape
 from schemas.events import (
+    AUTOMATION_THREAD,
     SESSION_THREAD,
     AnswerGiven,
     Envelope,
+    ModelStep,
     QuestionAsked,
+    RunTraced,
     ThreadReset,
     ToolCalled,
+    TraceToolCall,
     check_name,
     now_ms,
+    to_record,
 )
 from streams.folds import FoldService
 from streams.summarizers import SummarizerFailed, make_summarizer
@@ -195,6 +204,49 @@ class ToolRunIn(BaseModel):
     call_index: int | None = Field(default=None, ge=0, description="Its place among the exchange's tool calls.")
 
 
+class ModelStepIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seq: int | None = Field(default=None, ge=0, description="Place in the timeline; default: by start time.")
+    model: str
+    prompt: str
+    output: str
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    started_at: int = Field(ge=0)
+    duration_ms: int = Field(ge=0)
+
+
+class TraceToolCallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seq: int | None = Field(default=None, ge=0)
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    result: Any = None
+    ok: bool = True
+    started_at: int = Field(ge=0)
+    duration_ms: int = Field(ge=0)
+
+
+class RunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    subject: str | None = None
+    agent: str
+    run_id: str | None = None
+    status: Literal["ok", "error"]
+    started_at: int = Field(ge=0)
+    ended_at: int = Field(ge=0)
+    steps: list[ModelStepIn] = Field(default_factory=list)
+    tool_calls: list[TraceToolCallIn] = Field(default_factory=list)
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    sampled: bool = Field(description="False: TRACE_SAMPLE left this run out; nothing was produced.")
+    position: str | None
+    bytes: int
+
+
 class ResetIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: str | None = None
@@ -213,6 +265,7 @@ class ApiState:
     offsets: AIOKafkaConsumer
     folds: FoldService
     memory: Memory
+    redactor: Redactor
 
 
 def create_api(settings: Settings) -> FastAPI:
@@ -234,7 +287,7 @@ def create_api(settings: Settings) -> FastAPI:
                 settings.producer_name,
                 make_embedder(settings),
             )
-            app.state.api = ApiState(settings, services, offsets, folds, memory)
+            app.state.api = ApiState(settings, services, offsets, folds, memory, settings.redactor())
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
                 yield
@@ -418,6 +471,57 @@ def create_api(settings: Settings) -> FastAPI:
         position = await state(request).memory.clear(tenant, subject)
         return FactAccepted(fact_id="*", position=position.token())
 
+    @app.post("/v1/runs", status_code=202, response_model=RunAccepted)
+    async def trace_run(body: RunIn, request: Request) -> RunAccepted:
+        """Trace one run (seed 000, "Traces"): redacted before it is produced, sampled by run id."""
+        api = state(request)
+        run = _run_event(api, body)
+        if not sampled(run.run_id, api.settings.trace_sample):
+            return RunAccepted(run_id=run.run_id, sampled=False, position=None, bytes=0)
+        clean = redact_run(run, api.redactor)
+        size = len(api.services.codec.encode(clean.TYPE, to_record(clean)))
+        if size > api.settings.trace_max_bytes:
+            raise InvalidEvent("body", f"the run is {size} bytes encoded; at most {api.settings.trace_max_bytes}")
+        position = await api.services.producer.produce([clean])
+        return RunAccepted(run_id=run.run_id, sampled=True, position=position.token(), bytes=size)
+
+    @app.get("/v1/tenants/{tenant}/runs")
+    async def runs(
+        tenant: str,
+        request: Request,
+        agent: str | None = None,
+        status: Literal["ok", "error"] | None = None,
+        since: int | None = Query(default=None, ge=0, description="Started at or after (epoch ms)."),
+        until: int | None = Query(default=None, ge=0, description="Started before (epoch ms)."),
+        limit: int = Query(default=50, ge=1, le=500),
+        after: str | None = after_query,
+    ) -> dict[str, Any]:
+        """Recent runs of a tenant, by shape only."""
+        api = state(request)
+        check_name("tenant", tenant)
+        if after is not None:
+            await _wait_all(api, after, None)
+        docs = await api.services.traces.recent(
+            tenant, now_ms(), agent=agent, status=status, since=since, until=until, limit=limit
+        )
+        return {"tenant": tenant, "runs": [{k: v for k, v in shape(d).items() if k != "timeline"} for d in docs]}
+
+    @app.get("/v1/tenants/{tenant}/runs/{run_id}")
+    async def run_shape(tenant: str, run_id: str, request: Request, after: str | None = after_query) -> JSONResponse:
+        """One run's shape as a timeline: steps, models, tools, success, tokens, timings; never their text."""
+        api = state(request)
+        check_name("tenant", tenant)
+        if after is not None:
+            await _wait_all(api, after, None)
+        doc = await api.services.traces.get(tenant, run_id, now_ms())
+        if doc is None:
+            return _error(404, None, f"no trace of run {run_id} in {tenant} (never traced, sampled out, or expired)")
+        return JSONResponse(shape(doc))
+
+    @app.get("/admin/traces", response_class=HTMLResponse, include_in_schema=False)
+    async def traces_page() -> HTMLResponse:
+        return HTMLResponse(TRACES_PAGE)
+
     @app.get("/v1/tools")
     async def tools() -> list[dict[str, Any]]:
         """The agent's memory tools, as function-calling definitions."""
@@ -486,6 +590,45 @@ async def _produce(api: ApiState, event: QuestionAsked | ToolCalled | AnswerGive
     return Accepted(exchange_id=event.exchange_id, position=position.token())
 
 
+def _run_event(api: ApiState, body: RunIn) -> RunTraced:
+    """The run as an event, with every step and call placed on one timeline."""
+    order = sorted(
+        [("step", i, s.seq, s.started_at) for i, s in enumerate(body.steps)]
+        + [("tool", i, c.seq, c.started_at) for i, c in enumerate(body.tool_calls)],
+        key=lambda item: (item[2] if item[2] is not None else -1, item[3]),
+    )
+    seqs = {(kind, index): seq if seq is not None else n for n, (kind, index, seq, _) in enumerate(order)}
+    envelope = Envelope(
+        tenant=body.tenant,
+        subject=body.subject,
+        agent=body.agent,
+        thread=SESSION_THREAD if body.subject else AUTOMATION_THREAD,
+        producer=api.settings.producer_name,
+        occurred_at=body.ended_at,
+    )
+    steps = tuple(
+        ModelStep(
+            seqs[("step", i)], s.model, s.prompt, s.output, s.input_tokens, s.output_tokens, s.started_at, s.duration_ms
+        )
+        for i, s in enumerate(body.steps)
+    )
+    calls = tuple(
+        TraceToolCall(
+            seqs[("tool", i)],
+            c.name,
+            _json(f"tool_calls[{i}].arguments", c.arguments),
+            _json(f"tool_calls[{i}].result", c.result),
+            c.ok,
+            c.started_at,
+            c.duration_ms,
+        )
+        for i, c in enumerate(body.tool_calls)
+    )
+    return RunTraced(
+        envelope, body.run_id or str(uuid.uuid4()), body.status, body.started_at, body.ended_at, steps, calls
+    )
+
+
 async def _wait_all(api: ApiState, after: str, wait: float | None) -> None:
     """`after` is one position token or several, comma-separated (an exchange and a fact, say)."""
     for token in after.split(","):
@@ -542,8 +685,10 @@ async def _wait_applied(api: ApiState, position: Position, wait: float | None = 
         checkpoints = [api.services.sessions, api.services.fact_activity]
     elif position.topic == "facts":
         checkpoints = [api.services.facts]
+    elif position.topic == "traces":
+        checkpoints = [api.services.traces]
     else:
-        raise InvalidEvent("after", f"{position.token()} is not a position of the threads or facts topic")
+        raise InvalidEvent("after", f"{position.token()} is not a position of the threads, facts or traces topic")
     if position.partition >= api.settings.partitions:
         raise InvalidEvent("after", f"{position.token()} names a partition the topic does not have")
     limit = api.settings.read_wait_seconds

@@ -12,7 +12,13 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog.settings import Settings
-from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, mongo_client
+from projections.mongo_store import (
+    MongoArchiveStore,
+    MongoCheckpoints,
+    MongoFactStore,
+    MongoTraceStore,
+    mongo_client,
+)
 from projections.redis_store import RedisCounters, RedisSessionStore
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
@@ -33,6 +39,7 @@ class Services:
     archive_checkpoints: MongoCheckpoints
     facts: MongoFactStore
     fact_activity: MongoCheckpoints
+    traces: MongoTraceStore
     _producer: EventProducer | None = None
 
     @property
@@ -66,6 +73,7 @@ async def open_services(settings: Settings, *, producer: bool = False) -> AsyncI
         archive_checkpoints=MongoCheckpoints(database, "archive"),
         facts=MongoFactStore(database),
         fact_activity=MongoCheckpoints(database, "facts-activity"),
+        traces=MongoTraceStore(database),
     )
     try:
         if producer:

@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from projections.facts import FactPolicy
+from projections.redaction import Redactor
 from projections.session import ThreadPolicy
 
 # Local stack defaults (loopback only).
@@ -82,6 +83,11 @@ class Settings(BaseSettings):
     embeddings_url: str | None = Field(default=None, description="OpenAI-compatible base URL (…/v1).")
     embeddings_model: str | None = None
     embeddings_api_key: str | None = None
+    trace_sample: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of runs traced (000: all).")
+    trace_days: int = Field(default=7, ge=1, description="Traces are kept this long after the run (000: 7).")
+    trace_max_bytes: int = Field(default=786_432, ge=1024, description="A larger run is refused, not truncated.")
+    redact_keys: list[str] = Field(default_factory=list, description="More secret key names (adds to the list).")
+    redact_patterns: list[str] = Field(default_factory=list, description="More secret value regexes (adds).")
     tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
@@ -94,6 +100,9 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
 
     # --- derived ---
+    def redactor(self) -> Redactor:
+        return Redactor.build(self.redact_keys, self.redact_patterns)
+
     def fact_policy(self) -> FactPolicy:
         return FactPolicy(
             max_facts=self.facts_max,

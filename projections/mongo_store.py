@@ -254,3 +254,76 @@ class MongoFactStore:
         ]
         with mongo_errors():
             await self._facts.bulk_write(updates, ordered=False)
+
+
+class MongoTraceStore:
+    """Run traces in `traces`, `_id` = tenant:run_id (a redelivered run is skipped), with a TTL date."""
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+        self._traces = database["traces"]
+        self._checkpoints = MongoCheckpoints(database, "traces")
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            # TRACE_DAYS after the run: the TTL monitor deletes it; reads compare `expires_at` themselves
+            await self._traces.create_index("expires", expireAfterSeconds=0, name="kept_until")
+            await self._traces.create_index([("tenant", ASCENDING), ("started_at", ASCENDING)], name="by_time")
+            await self._traces.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+
+    async def applied(self, topic: str, partition: int) -> int:
+        return await self._checkpoints.applied(topic, partition)
+
+    async def advance(self, position: Position) -> None:
+        await self._checkpoints.advance(position)
+
+    async def append(self, docs: list[dict[str, Any]]) -> int:
+        if not docs:
+            return 0
+        stored = [{**doc, "expires": _expiry(int(doc["expires_at"]))} for doc in docs]
+        with mongo_errors():
+            try:
+                result = await self._traces.insert_many(stored, ordered=False)
+                return len(result.inserted_ids)
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(err.get("code") != DUPLICATE_KEY for err in errors):
+                    raise
+                return int(exc.details.get("nInserted", len(stored) - len(errors)))
+
+    async def get(self, tenant: str, run_id: str, now_ms: int) -> dict[str, Any] | None:
+        with mongo_errors():
+            doc = await self._traces.find_one(
+                {"_id": f"{len(tenant)}:{tenant}:{run_id}", "expires_at": {"$gt": now_ms}}, {"expires": 0}
+            )
+        return doc
+
+    async def recent(
+        self,
+        tenant: str,
+        now_ms: int,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        limit: int = 50,
+    ) -> list[dict[str, Any]]:
+        query: dict[str, Any] = {"tenant": tenant, "expires_at": {"$gt": now_ms}}
+        if agent is not None:
+            query["agent"] = agent
+        if status is not None:
+            query["status"] = status
+        if since is not None or until is not None:
+            query["started_at"] = {
+                **({"$gte": since} if since is not None else {}),
+                **({"$lt": until} if until is not None else {}),
+            }
+        with mongo_errors():
+            cursor = self._traces.find(query, {"expires": 0}).sort("started_at", -1).limit(limit)
+            return await cursor.to_list()
+
+    async def delete_subject(self, tenant: str, subject: str) -> int:
+        """Erasure's part here: every trace of the subject's runs, at once (seed 000)."""
+        with mongo_errors():
+            result = await self._traces.delete_many({"tenant": tenant, "subject": subject})
+        return int(result.deleted_count)

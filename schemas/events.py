@@ -226,11 +226,62 @@ class FactsCleared:
 
 
 FactEvent = FactRemembered | FactRevised | FactForgotten | FactsCleared
+
+RUN_STATUSES: tuple[str, ...] = ("ok", "error")
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    seq: int
+    model: str
+    prompt: str
+    output: str
+    input_tokens: int
+    output_tokens: int
+    started_at: int
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class TraceToolCall:
+    seq: int
+    name: str
+    arguments: str  # JSON text
+    result: str  # JSON text
+    ok: bool
+    started_at: int
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class RunTraced:
+    TYPE: ClassVar[str] = "memlog.RunTraced"
+    envelope: Envelope
+    run_id: str
+    status: str
+    started_at: int
+    ended_at: int
+    steps: tuple[ModelStep, ...] = ()
+    tool_calls: tuple[TraceToolCall, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_name("run_id", self.run_id)
+        if self.status not in RUN_STATUSES:
+            raise InvalidEvent("status", f"must be one of {', '.join(RUN_STATUSES)}, not {self.status!r}")
+        if self.ended_at < self.started_at:
+            raise InvalidEvent("ended_at", "is before started_at")
+        steps = tuple(s if isinstance(s, ModelStep) else ModelStep(**s) for s in self.steps)
+        calls = tuple(c if isinstance(c, TraceToolCall) else TraceToolCall(**c) for c in self.tool_calls)
+        object.__setattr__(self, "steps", steps)  # Avro hands back lists of dicts
+        object.__setattr__(self, "tool_calls", calls)
+
+
 ExchangeEvent = QuestionAsked | ToolCalled | AnswerGiven
 ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset
+TRACE_EVENTS: tuple[type[RunTraced], ...] = (RunTraced,)
 THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (QuestionAsked, ToolCalled, AnswerGiven, ThreadFolded, ThreadReset)
 FACT_EVENTS: tuple[type[FactEvent], ...] = (FactRemembered, FactRevised, FactForgotten, FactsCleared)
-Event = ThreadEvent | FactEvent
+Event = ThreadEvent | FactEvent | RunTraced
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -243,6 +294,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FactRevised,
         FactForgotten,
         FactsCleared,
+        RunTraced,
     )
 }
 
@@ -251,7 +303,7 @@ def to_record(event: Event, schema_version: int = 1) -> dict[str, Any]:
     """The Avro record of an event."""
     env = event.envelope
     body = {
-        name: (list(value) if isinstance(value, tuple) else value)
+        name: ([_plain(item) for item in value] if isinstance(value, tuple) else value)
         for name, value in event.__dict__.items()
         if name != "envelope"
     }
@@ -274,6 +326,10 @@ def to_record(event: Event, schema_version: int = 1) -> dict[str, Any]:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _plain(value: Any) -> Any:
+    return dict(value.__dict__) if hasattr(value, "__dataclass_fields__") else value
 
 
 def millis(value: Any) -> int:

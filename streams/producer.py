@@ -15,7 +15,7 @@ from memlog.errors import InvalidEvent, LogUnavailable
 from memlog.settings import Settings
 from projections.position import Position
 from schemas.codec import Codec
-from schemas.events import FACT_EVENTS, Event, exchange_events, record_key, to_record
+from schemas.events import FACT_EVENTS, TRACE_EVENTS, Event, exchange_events, record_key, to_record
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,14 @@ log = logging.getLogger(__name__)
 class Recorded:
     exchange_id: str
     position: Position  # of the exchange's last event
+
+
+def _topic_of(event: Event) -> str:
+    if isinstance(event, FACT_EVENTS):
+        return "facts"
+    if isinstance(event, TRACE_EVENTS):
+        return "traces"
+    return "threads"
 
 
 class EventProducer:
@@ -94,9 +102,9 @@ class EventProducer:
         size = sum(len(value) for value in values)
         if size > self._settings.max_message_bytes:
             raise InvalidEvent("body", f"encodes to {size} bytes; at most {self._settings.max_message_bytes}")
-        short = "facts" if isinstance(events[0], FACT_EVENTS) else "threads"
-        if any(isinstance(e, FACT_EVENTS) != (short == "facts") for e in events):
-            raise InvalidEvent("events", "a batch goes to one topic: thread events and fact events apart")
+        short = _topic_of(events[0])
+        if any(_topic_of(e) != short for e in events):
+            raise InvalidEvent("events", "a batch goes to one topic: thread, fact and trace events apart")
         topic = self._settings.topic(short)
         try:
             partitions = sorted(await self._producer.partitions_for(topic))

@@ -13,14 +13,21 @@ import redis.asyncio as aioredis
 from memlog.embeddings import make_embedder
 from memlog.services import make_codec
 from memlog.settings import Settings
-from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, mongo_client
+from projections.mongo_store import (
+    MongoArchiveStore,
+    MongoCheckpoints,
+    MongoFactStore,
+    MongoTraceStore,
+    mongo_client,
+)
 from projections.redis_store import RedisCounters, RedisSessionStore
 from projections.stores import Checkpoints
 from projections.tokens import TokenCounter, load_encoding
-from schemas.events import FACT_EVENTS, THREAD_EVENTS, FactEvent, ThreadEvent
+from schemas.events import FACT_EVENTS, THREAD_EVENTS, TRACE_EVENTS, FactEvent, RunTraced, ThreadEvent
 from streams.agents.archive import ArchiveStep
 from streams.agents.facts import FactActivityStep, FactStep
 from streams.agents.sessions import SessionStep
+from streams.agents.traces import TraceStep
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
 from streams.producer import EventProducer
@@ -107,6 +114,22 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
         counter=counters,
     )
     subscribe(app, facts_topic, facts_projector, settings)
+    traces_topic = app.topic(
+        settings.topic("traces"), key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+    )
+    traces = MongoTraceStore(database)
+    traces_projector: Projector[RunTraced] = Projector(
+        name="traces",
+        topic="traces",
+        source_topic=settings.topic("traces"),
+        codec=codec,
+        accepts=TRACE_EVENTS,
+        step=TraceStep(traces, settings.redactor(), settings.trace_days),
+        checkpoints=traces,
+        dead_letters=dead_letters,
+        counter=counters,
+    )
+    subscribe(app, traces_topic, traces_projector, settings)
     activity_checkpoints = MongoCheckpoints(database, "facts-activity")
     activity = FactActivityStep(facts, activity_checkpoints, fact_policy)
     subscribe(app, threads, projector("facts-activity", activity, activity_checkpoints), settings)
@@ -130,6 +153,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
     async def prepare() -> None:
         await archive.prepare()
         await facts.prepare()
+        await traces.prepare()
         await producer.start()
 
     return app, prepare

@@ -1,0 +1,105 @@
+"""Run traces (seed 000, "Traces"): sampling, the projected document, and the shape operators see. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from typing import Any
+
+from projections.redaction import Redactor
+from schemas.events import RunTraced
+
+DAY_MS = 86_400_000
+
+
+def sampled(run_id: str, rate: float) -> bool:
+    """TRACE_SAMPLE, decided by the run id alone, so every replay keeps the same runs."""
+    if rate >= 1.0:
+        return True
+    if rate <= 0.0:
+        return False
+    digest = hashlib.sha256(run_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def redact_run(run: RunTraced, redactor: Redactor) -> RunTraced:
+    """The run with every prompt, output, argument and result redacted."""
+    return replace(
+        run,
+        steps=tuple(
+            replace(step, prompt=redactor.text(step.prompt), output=redactor.text(step.output)) for step in run.steps
+        ),
+        tool_calls=tuple(
+            replace(call, arguments=redactor.json_text(call.arguments), result=redactor.json_text(call.result))
+            for call in run.tool_calls
+        ),
+    )
+
+
+def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[str, Any]:
+    """The stored trace: redacted again here, kept `keep_days` after the run ended (TRACE_DAYS)."""
+    clean = redact_run(run, redactor)
+    env = clean.envelope
+    return {
+        "_id": f"{len(env.tenant)}:{env.tenant}:{clean.run_id}",
+        "tenant": env.tenant,
+        "subject": env.subject,
+        "agent": env.agent,
+        "run_id": clean.run_id,
+        "status": clean.status,
+        "started_at": clean.started_at,
+        "ended_at": clean.ended_at,
+        "expires_at": clean.ended_at + keep_days * DAY_MS,
+        "steps": [step.__dict__ for step in clean.steps],
+        "tool_calls": [call.__dict__ for call in clean.tool_calls],
+    }
+
+
+def shape(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the admin panel shows: steps, models, tools, success, tokens, timings. Never prompts, outputs,
+    arguments or results: they are not copied, so they cannot leak."""
+    timeline: list[dict[str, Any]] = []
+    for step in doc.get("steps", []):
+        timeline.append(
+            {
+                "seq": step["seq"],
+                "kind": "model",
+                "name": step["model"],
+                "ok": True,
+                "input_tokens": step["input_tokens"],
+                "output_tokens": step["output_tokens"],
+                "started_at": step["started_at"],
+                "duration_ms": step["duration_ms"],
+            }
+        )
+    for call in doc.get("tool_calls", []):
+        timeline.append(
+            {
+                "seq": call["seq"],
+                "kind": "tool",
+                "name": call["name"],
+                "ok": call["ok"],
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "started_at": call["started_at"],
+                "duration_ms": call["duration_ms"],
+            }
+        )
+    timeline.sort(key=lambda item: (item["seq"], item["started_at"]))
+    return {
+        "run_id": doc["run_id"],
+        "tenant": doc["tenant"],
+        "subject": doc.get("subject"),
+        "agent": doc.get("agent"),
+        "status": doc["status"],
+        "started_at": doc["started_at"],
+        "duration_ms": doc["ended_at"] - doc["started_at"],
+        "models": sorted({item["name"] for item in timeline if item["kind"] == "model"}),
+        "tools": sorted({item["name"] for item in timeline if item["kind"] == "tool"}),
+        "input_tokens": sum(item["input_tokens"] for item in timeline),
+        "output_tokens": sum(item["output_tokens"] for item in timeline),
+        "steps": len(doc.get("steps", [])),
+        "tool_calls": len(doc.get("tool_calls", [])),
+        "failed_tools": sum(1 for item in timeline if item["kind"] == "tool" and not item["ok"]),
+        "timeline": timeline,
+    }

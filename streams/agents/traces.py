@@ -1,0 +1,26 @@
+"""The trace projection: RunTraced events into MongoDB, redacted once more on the way in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from projections.mongo_store import MongoTraceStore
+from projections.position import Position
+from projections.redaction import Redactor
+from projections.traces import trace_document
+from schemas.events import RunTraced
+
+
+class TraceStep:
+    def __init__(self, store: MongoTraceStore, redactor: Redactor, keep_days: int) -> None:
+        self._store = store
+        self._redactor = redactor
+        self._keep_days = keep_days
+
+    async def __call__(self, events: Sequence[tuple[RunTraced, Position]]) -> None:
+        await self._store.append([trace_document(run, self._redactor, self._keep_days) for run, _ in events])
+        newest: dict[int, Position] = {}
+        for _, position in events:
+            newest[position.partition] = max(newest.get(position.partition, position), position)
+        for position in newest.values():
+            await self._store.advance(position)
