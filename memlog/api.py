@@ -30,7 +30,7 @@ from projections.redaction import Redactor
 from projections.redis_store import redis_errors
 from projections.session import Session, ThreadKey
 from projections.stores import Checkpoints
-from projections.traces import redact_run, sampled, shape
+from projections.traces import shape
 from schemas.events import (
     AUTOMATION_THREAD,
     SESSION_THREAD,
@@ -44,7 +44,6 @@ from schemas.events import (
     TraceToolCall,
     check_name,
     now_ms,
-    to_record,
 )
 from streams.folds import FoldService
 from streams.summarizers import SummarizerFailed, make_summarizer
@@ -476,14 +475,10 @@ def create_api(settings: Settings) -> FastAPI:
         """Trace one run (seed 000, "Traces"): redacted before it is produced, sampled by run id."""
         api = state(request)
         run = _run_event(api, body)
-        if not sampled(run.run_id, api.settings.trace_sample):
+        traced = await api.services.producer.record_run(run, api.redactor)
+        if traced is None:
             return RunAccepted(run_id=run.run_id, sampled=False, position=None, bytes=0)
-        clean = redact_run(run, api.redactor)
-        size = len(api.services.codec.encode(clean.TYPE, to_record(clean)))
-        if size > api.settings.trace_max_bytes:
-            raise InvalidEvent("body", f"the run is {size} bytes encoded; at most {api.settings.trace_max_bytes}")
-        position = await api.services.producer.produce([clean])
-        return RunAccepted(run_id=run.run_id, sampled=True, position=position.token(), bytes=size)
+        return RunAccepted(run_id=run.run_id, sampled=True, position=traced[0].token(), bytes=traced[1])
 
     @app.get("/v1/tenants/{tenant}/runs")
     async def runs(

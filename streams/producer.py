@@ -14,8 +14,10 @@ from aiokafka.partitioner import DefaultPartitioner
 from memlog.errors import InvalidEvent, LogUnavailable
 from memlog.settings import Settings
 from projections.position import Position
+from projections.redaction import Redactor
+from projections.traces import redact_run, sampled
 from schemas.codec import Codec
-from schemas.events import FACT_EVENTS, TRACE_EVENTS, Event, exchange_events, record_key, to_record
+from schemas.events import FACT_EVENTS, TRACE_EVENTS, Event, RunTraced, exchange_events, record_key, to_record
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,19 @@ class EventProducer:
         events = exchange_events(payload, producer=self._settings.producer_name)
         position = await self.produce(list(events))
         return Recorded(events[0].exchange_id, position)
+
+    async def record_run(self, run: RunTraced, redactor: Redactor) -> tuple[Position, int] | None:
+        """Trace a run: sampled by run id (None when left out), redacted, refused whole when too large.
+
+        Returns the run's position and its encoded size.
+        """
+        if not sampled(run.run_id, self._settings.trace_sample):
+            return None
+        clean = redact_run(run, redactor)
+        size = len(self._codec.encode(clean.TYPE, to_record(clean)))
+        if size > self._settings.trace_max_bytes:
+            raise InvalidEvent("body", f"the run is {size} bytes encoded; at most {self._settings.trace_max_bytes}")
+        return await self.produce([clean]), size
 
     async def produce(self, events: Sequence[Event]) -> Position:
         """Produce events of one thread in order, atomically as one batch; returns the last one's position."""
