@@ -27,6 +27,7 @@ TRACES_PAGE = """<!doctype html>
 <body>
 <h1>Traces</h1>
 <form id="filters">
+  <label>operator token <input name="token" type="password" autocomplete="off"></label>
   <label>tenant <input name="tenant" required></label>
   <label>agent <input name="agent"></label>
   <label>status <select name="status">
@@ -46,6 +47,11 @@ const form = document.getElementById("filters");
 const params = new URLSearchParams(location.search);
 for (const [key, value] of params) { if (form.elements[key]) form.elements[key].value = value; }
 
+function headers() {
+  const token = form.elements.token.value;
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 function cell(row, text, cls) {
   const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; return td;
 }
@@ -58,7 +64,7 @@ async function showRuns(event) {
   if (form.elements.agent.value) query.set("agent", form.elements.agent.value);
   if (form.elements.status.value) query.set("status", form.elements.status.value);
   query.set("since", String(Date.now() - Number(form.elements.hours.value || 168) * 3600000));
-  const response = await fetch(`/v1/tenants/${encodeURIComponent(tenant)}/runs?${query}`);
+  const response = await fetch(`/v1/tenants/${encodeURIComponent(tenant)}/runs?${query}`, { headers: headers() });
   const body = await response.json();
   const tbody = document.querySelector("#runs tbody");
   tbody.replaceChildren();
@@ -74,7 +80,8 @@ async function showRuns(event) {
 }
 
 async function showRun(tenant, runId) {
-  const response = await fetch(`/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(runId)}`);
+  const url = `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(runId)}`;
+  const response = await fetch(url, { headers: headers() });
   const run = await response.json();
   document.getElementById("run-title").textContent =
     `${run.run_id}: ${run.status}, ${run.steps} model steps, ${run.tool_calls} tool calls, ${run.duration_ms} ms`;

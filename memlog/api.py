@@ -15,13 +15,14 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlog.admin import TRACES_PAGE
+from memlog.credentials import Credentials
 from memlog.embeddings import make_embedder
-from memlog.errors import Conflict, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable
+from memlog.errors import Conflict, Forbidden, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable, Unauthorized
 from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
 from memlog.services import Services, open_services
 from memlog.settings import Settings
@@ -301,6 +302,18 @@ def create_api(settings: Settings) -> FastAPI:
     async def invalid(_: Request, exc: InvalidEvent) -> JSONResponse:
         return _error(422, exc.field, exc.problem)
 
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
+        return JSONResponse(
+            {"detail": [{"loc": ["header", "authorization"], "msg": str(exc)}]},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(_: Request, exc: Forbidden) -> JSONResponse:
+        return JSONResponse({"detail": [{"loc": ["header", "authorization"], "msg": str(exc)}]}, status_code=403)
+
     @app.exception_handler(Conflict)
     async def conflict(_: Request, exc: Conflict) -> JSONResponse:
         return _error(409, None, str(exc), retry=True)
@@ -315,6 +328,22 @@ def create_api(settings: Settings) -> FastAPI:
         api: ApiState = request.app.state.api
         return api
 
+    credentials = Credentials.from_settings(settings)
+
+    async def tenant_guard(request: Request) -> None:
+        """Routes with the tenant in their path: a backend credential must be bound to it."""
+        credentials.check(request.headers.get("authorization"), request.path_params.get("tenant"))
+
+    async def operator_guard(request: Request) -> None:
+        credentials.check(request.headers.get("authorization"), None, operator=True)
+
+    def guard_body(request: Request, tenant: str) -> None:
+        """Routes with the tenant in their body."""
+        credentials.check(request.headers.get("authorization"), tenant)
+
+    tenant_only = [Depends(tenant_guard)]
+    operator_only = [Depends(operator_guard)]
+
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "alive"}
@@ -328,6 +357,7 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.post("/v1/exchanges", status_code=202, response_model=Accepted)
     async def record_exchange(body: ExchangeIn, request: Request) -> Accepted:
+        guard_body(request, body.tenant)
         api = state(request)
         payload = body.model_dump(exclude_none=True)
         payload["tool_calls"] = [call.model_dump() for call in body.tool_calls]
@@ -356,12 +386,14 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.post("/v1/exchanges/{exchange_id}/question", status_code=202, response_model=Accepted)
     async def ask(exchange_id: str, body: QuestionIn, request: Request) -> Accepted:
+        guard_body(request, body.tenant)
         env = _envelope(state(request), body, body.idempotency_key, body.thread)
         event = QuestionAsked(env, exchange_id, body.question, body.channel, body.asker)
         return await _produce(state(request), event)
 
     @app.post("/v1/exchanges/{exchange_id}/tool-calls", status_code=202, response_model=Accepted)
     async def tool_call(exchange_id: str, body: ToolCallEventIn, request: Request) -> Accepted:
+        guard_body(request, body.tenant)
         env = _envelope(state(request), body, None, body.thread)
         event = ToolCalled(
             env,
@@ -377,13 +409,14 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.post("/v1/exchanges/{exchange_id}/answer", status_code=202, response_model=Accepted)
     async def answer(exchange_id: str, body: AnswerIn, request: Request) -> Accepted:
+        guard_body(request, body.tenant)
         env = _envelope(state(request), body, None, body.thread)
         return await _produce(state(request), AnswerGiven(env, exchange_id, body.answer, model=body.model))
 
     after_query = Query(default=None, description="A position token; wait until it is applied.")
     wait_query = Query(default=None, ge=0, description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.")
 
-    @app.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context)
+    @app.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context, dependencies=tenant_only)
     async def context(
         tenant: str,
         subject: str,
@@ -404,7 +437,12 @@ def create_api(settings: Settings) -> FastAPI:
         ctx.rendered_facts = "".join(f"- {hit.fact.text}\n" for hit in hits)
         return ctx
 
-    @app.post("/v1/tenants/{tenant}/subjects/{subject}/facts", status_code=202, response_model=FactAccepted)
+    @app.post(
+        "/v1/tenants/{tenant}/subjects/{subject}/facts",
+        status_code=202,
+        response_model=FactAccepted,
+        dependencies=tenant_only,
+    )
     async def remember(tenant: str, subject: str, body: FactIn, request: Request) -> FactAccepted:
         """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent."""
         check_name("tenant", tenant)
@@ -419,7 +457,7 @@ def create_api(settings: Settings) -> FastAPI:
         )
         return FactAccepted(fact_id=fact_id, position=position.token())
 
-    @app.get("/v1/tenants/{tenant}/subjects/{subject}/facts", response_model=FactsOut)
+    @app.get("/v1/tenants/{tenant}/subjects/{subject}/facts", response_model=FactsOut, dependencies=tenant_only)
     async def list_facts(
         tenant: str,
         subject: str,
@@ -442,7 +480,12 @@ def create_api(settings: Settings) -> FastAPI:
             facts = [FactOut(**fact.view()) for fact in await api.memory.facts(tenant, subject, agent)]
         return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=api.settings.facts_max)
 
-    @app.patch("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", status_code=202, response_model=FactAccepted)
+    @app.patch(
+        "/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}",
+        status_code=202,
+        response_model=FactAccepted,
+        dependencies=tenant_only,
+    )
     async def revise(
         tenant: str, subject: str, fact_id: str, body: FactEdit, request: Request, after: str | None = after_query
     ) -> FactAccepted:
@@ -452,7 +495,12 @@ def create_api(settings: Settings) -> FastAPI:
         position = await state(request).memory.revise(tenant, subject, fact_id, body.text, body.agent)
         return FactAccepted(fact_id=fact_id, position=position.token())
 
-    @app.delete("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", status_code=202, response_model=FactAccepted)
+    @app.delete(
+        "/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}",
+        status_code=202,
+        response_model=FactAccepted,
+        dependencies=tenant_only,
+    )
     async def forget(
         tenant: str, subject: str, fact_id: str, request: Request, after: str | None = after_query
     ) -> FactAccepted:
@@ -462,7 +510,12 @@ def create_api(settings: Settings) -> FastAPI:
         position = await state(request).memory.forget(tenant, subject, fact_id, None)
         return FactAccepted(fact_id=fact_id, position=position.token())
 
-    @app.delete("/v1/tenants/{tenant}/subjects/{subject}/facts", status_code=202, response_model=FactAccepted)
+    @app.delete(
+        "/v1/tenants/{tenant}/subjects/{subject}/facts",
+        status_code=202,
+        response_model=FactAccepted,
+        dependencies=tenant_only,
+    )
     async def forget_all(tenant: str, subject: str, request: Request) -> FactAccepted:
         """Delete every fact (seed 000 "/allay forget")."""
         check_name("tenant", tenant)
@@ -473,6 +526,7 @@ def create_api(settings: Settings) -> FastAPI:
     @app.post("/v1/runs", status_code=202, response_model=RunAccepted)
     async def trace_run(body: RunIn, request: Request) -> RunAccepted:
         """Trace one run (seed 000, "Traces"): redacted before it is produced, sampled by run id."""
+        guard_body(request, body.tenant)
         api = state(request)
         run = _run_event(api, body)
         traced = await api.services.producer.record_run(run, api.redactor)
@@ -480,7 +534,7 @@ def create_api(settings: Settings) -> FastAPI:
             return RunAccepted(run_id=run.run_id, sampled=False, position=None, bytes=0)
         return RunAccepted(run_id=run.run_id, sampled=True, position=traced[0].token(), bytes=traced[1])
 
-    @app.get("/v1/tenants/{tenant}/runs")
+    @app.get("/v1/tenants/{tenant}/runs", dependencies=operator_only)
     async def runs(
         tenant: str,
         request: Request,
@@ -501,7 +555,7 @@ def create_api(settings: Settings) -> FastAPI:
         )
         return {"tenant": tenant, "runs": [{k: v for k, v in shape(d).items() if k != "timeline"} for d in docs]}
 
-    @app.get("/v1/tenants/{tenant}/runs/{run_id}")
+    @app.get("/v1/tenants/{tenant}/runs/{run_id}", dependencies=operator_only)
     async def run_shape(tenant: str, run_id: str, request: Request, after: str | None = after_query) -> JSONResponse:
         """One run's shape as a timeline: steps, models, tools, success, tokens, timings; never their text."""
         api = state(request)
@@ -522,7 +576,7 @@ def create_api(settings: Settings) -> FastAPI:
         """The agent's memory tools, as function-calling definitions."""
         return TOOL_DEFINITIONS
 
-    @app.post("/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/tools/{name}")
+    @app.post("/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/tools/{name}", dependencies=tenant_only)
     async def run_tool(
         tenant: str, subject: str, agent: str, name: str, body: ToolRunIn, request: Request
     ) -> dict[str, Any]:
@@ -535,14 +589,14 @@ def create_api(settings: Settings) -> FastAPI:
             tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
         )
 
-    @app.get("/v1/tenants/{tenant}/public/context", response_model=Context)
+    @app.get("/v1/tenants/{tenant}/public/context", response_model=Context, dependencies=tenant_only)
     async def public_context(
         tenant: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
     ) -> Context:
         """The tenant's public thread: every question prefixed with its asker's name, no tool results."""
         return await _context(state(request), ThreadKey.public(check_name("tenant", tenant)), after, wait)
 
-    @app.get("/v1/tenants/{tenant}/agents/{agent}/context", response_model=Context)
+    @app.get("/v1/tenants/{tenant}/agents/{agent}/context", response_model=Context, dependencies=tenant_only)
     async def automation_context(
         tenant: str, agent: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
     ) -> Context:
@@ -550,7 +604,12 @@ def create_api(settings: Settings) -> FastAPI:
         key = ThreadKey.automation(check_name("tenant", tenant), check_name("agent", agent))
         return await _context(state(request), key, after, wait)
 
-    @app.post("/v1/tenants/{tenant}/subjects/{subject}/reset", status_code=202, response_model=Accepted)
+    @app.post(
+        "/v1/tenants/{tenant}/subjects/{subject}/reset",
+        status_code=202,
+        response_model=Accepted,
+        dependencies=tenant_only,
+    )
     async def reset(tenant: str, subject: str, request: Request, body: ResetIn | None = None) -> Accepted:
         """A new session (seed 000 "/allay new"): the exchanges leave the active session; memories stay."""
         api = state(request)

@@ -42,3 +42,11 @@ class Conflict(MemlogError):
 
 class ServiceSetupError(MemlogError):
     """The local stack cannot start a service; the message says what to do."""
+
+
+class Unauthorized(MemlogError):
+    """No credential, or one memlog does not know."""
+
+
+class Forbidden(MemlogError):
+    """A known credential that may not do this: another tenant's data, or an operator action."""

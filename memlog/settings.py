@@ -93,6 +93,13 @@ class Settings(BaseSettings):
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
 
     # --- API ---
+    backend_tokens: dict[str, str] = Field(
+        default_factory=dict, description="Backend credentials, token -> the tenant it is bound to (JSON)."
+    )
+    operator_tokens: list[str] = Field(default_factory=list, description="Operator credentials (JSON list).")
+    credentials_file: Path | None = Field(
+        default=None, description='A JSON file {"backends": {token: tenant}, "operators": [token]}.'
+    )
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     read_wait_seconds: float = Field(default=5.0, gt=0, description="How long a read with after= waits.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -22,7 +23,9 @@ def settings_env(settings: Settings) -> dict[str, str]:
     """The MEMLOG_* environment that rebuilds these settings in another process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}
     for name, value in settings.model_dump().items():
-        if value is not None:
+        if isinstance(value, dict | list):
+            env[f"MEMLOG_{name.upper()}"] = json.dumps(value)  # pydantic-settings reads complex values as JSON
+        elif value is not None:
             env[f"MEMLOG_{name.upper()}"] = str(value)
     env["PYTHONUNBUFFERED"] = "1"
     return env
