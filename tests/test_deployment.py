@@ -14,7 +14,8 @@ COMPOSE = (Path(__file__).resolve().parent.parent / "docker-compose.yml").read_t
 
 def compose_env() -> dict[str, str]:
     block = COMPOSE.split("x-memlog-env: &memlog-env", 1)[1].split("\n\n", 1)[0]
-    return {k: v.strip().strip('"') for k, v in re.findall(r"^\s+(MEMLOG_[A-Z_]+):\s*(.*)$", block, re.M)}
+    found = re.findall(r"^\s+(MEMLOG_[A-Z_]+):\s*(.*?)(?:\s+#.*)?$", block, re.M)
+    return {key: value.strip().strip('"') for key, value in found}
 
 
 def test_every_setting_is_mirrored_in_docker_compose() -> None:
@@ -28,3 +29,4 @@ def test_the_compose_environment_is_valid_settings(monkeypatch: pytest.MonkeyPat
     settings = Settings()
     assert settings.kafka_bootstrap == "kafka:9092" and settings.fold_tokens == 32_000
     assert settings.summarizer_url is None and settings.embeddings == "none"
+    assert settings.credentials_file is None and settings.backend_tokens == {}
