@@ -30,3 +30,34 @@ def test_the_compose_environment_is_valid_settings(monkeypatch: pytest.MonkeyPat
     assert settings.kafka_bootstrap == "kafka:9092" and settings.fold_tokens == 32_000
     assert settings.summarizer_url is None and settings.embeddings == "none"
     assert settings.credentials_file is None and settings.backend_tokens == {}
+
+
+K8S = Path(__file__).resolve().parent.parent / "deploy" / "k8s" / "memlog.yaml"
+SECRET_SETTINGS = {
+    "MEMLOG_BACKEND_TOKENS",
+    "MEMLOG_OPERATOR_TOKENS",
+    "MEMLOG_SUMMARIZER_API_KEY",
+    "MEMLOG_EMBEDDINGS_API_KEY",
+}
+
+
+def test_the_kubernetes_manifests_validate_offline() -> None:
+    import subprocess
+    import sys
+
+    checked = subprocess.run(
+        [sys.executable, "-m", "kubernetes_validate", "--strict", str(K8S)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("passed for resource") == 6
+
+
+def test_the_configmap_holds_every_setting_but_the_secrets_and_workers_stop_at_the_partitions() -> None:
+    import yaml
+
+    documents = {doc["kind"]: doc for doc in yaml.safe_load_all(K8S.read_text())}
+    names = {f"MEMLOG_{name.upper()}" for name in Settings.model_fields}
+    data = documents["ConfigMap"]["data"]
+    assert set(data) == names - SECRET_SETTINGS
+    assert not SECRET_SETTINGS & set(data)  # secrets come from the Secret, never the repository
+    assert documents["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == int(data["MEMLOG_PARTITIONS"])
