@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlog.admin import TRACES_PAGE
@@ -24,6 +24,7 @@ from memlog.credentials import Credentials
 from memlog.embeddings import make_embedder
 from memlog.errors import Conflict, Forbidden, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable, Unauthorized
 from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
+from memlog.metrics import Metrics
 from memlog.services import Services, open_services
 from memlog.settings import Settings
 from projections.position import Position
@@ -266,6 +267,7 @@ class ApiState:
     folds: FoldService
     memory: Memory
     redactor: Redactor
+    metrics: Metrics
 
 
 def create_api(settings: Settings) -> FastAPI:
@@ -276,9 +278,15 @@ def create_api(settings: Settings) -> FastAPI:
         async with open_services(settings, producer=True) as services:
             offsets = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
             await offsets.start()
+            metrics = Metrics()
             summarizer = make_summarizer(settings)
             folds = FoldService(
-                services.sessions, services.producer, summarizer, settings.thread_policy(), settings.producer_name
+                services.sessions,
+                services.producer,
+                summarizer,
+                settings.thread_policy(),
+                settings.producer_name,
+                metrics,
             )
             memory = Memory(
                 services.producer,
@@ -287,7 +295,7 @@ def create_api(settings: Settings) -> FastAPI:
                 settings.producer_name,
                 make_embedder(settings),
             )
-            app.state.api = ApiState(settings, services, offsets, folds, memory, settings.redactor())
+            app.state.api = ApiState(settings, services, offsets, folds, memory, settings.redactor(), metrics)
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
                 yield
@@ -347,6 +355,17 @@ def create_api(settings: Settings) -> FastAPI:
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "alive"}
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics_page(request: Request) -> Response:
+        """Prometheus metrics; consumer lag is measured at each scrape."""
+        api = state(request)
+        report = await _lag_report(api)
+        for name, lag in report["lag"].items():
+            projection, position = name.split("/")
+            topic, partition = position.rsplit(".", 1)
+            api.metrics.lag.labels(projection, topic, partition).set(lag)
+        return Response(api.metrics.render(), media_type="text/plain; version=0.0.4")
 
     @app.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
@@ -431,8 +450,12 @@ def create_api(settings: Settings) -> FastAPI:
         if agent is not None:
             check_name("agent", agent)
         api = state(request)
+        started = time.perf_counter()
         ctx = await _context(api, key, after, wait)
+        recalling = time.perf_counter()
         hits = await api.memory.recall(key.tenant, subject, question or "", agent)
+        api.metrics.recall_seconds.observe(time.perf_counter() - recalling)
+        api.metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
         ctx.facts = [FactOut(**recalled_view(hit)) for hit in hits]
         ctx.rendered_facts = "".join(f"- {hit.fact.text}\n" for hit in hits)
         return ctx

@@ -100,6 +100,8 @@ class Settings(BaseSettings):
     credentials_file: Path | None = Field(
         default=None, description='A JSON file {"backends": {token: tenant}, "operators": [token]}.'
     )
+    worker_metrics_port: int | None = Field(default=None, description="Serve the worker's Prometheus metrics here.")
+    metrics_host: str = Field(default="127.0.0.1", description="Interface of the worker's metrics endpoint.")
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     read_wait_seconds: float = Field(default=5.0, gt=0, description="How long a read with after= waits.")

@@ -13,6 +13,7 @@ import time
 import uuid
 
 from memlog.errors import LogUnavailable, StoreUnavailable
+from memlog.metrics import Metrics
 from projections.position import Position
 from projections.session import ThreadKey, ThreadPolicy, plan_fold
 from projections.stores import SessionStore
@@ -31,12 +32,14 @@ class FoldService:
         summarizer: Summarizer,
         policy: ThreadPolicy,
         producer_name: str,
+        metrics: Metrics | None = None,
     ) -> None:
         self._store = store
         self._producer = producer
         self._summarizer = summarizer
         self._policy = policy
         self._producer_name = producer_name
+        self._metrics = metrics
         self.folds = 0
         self.seconds = 0.0  # time spent summarizing, for the fold's cost
 
@@ -50,7 +53,10 @@ class FoldService:
             return None
         started = time.perf_counter()
         summary = await self._summarizer.summarize(session.head.summary, folded, self._policy.summary_chars)
-        self.seconds += time.perf_counter() - started
+        took = time.perf_counter() - started
+        self.seconds += took
+        if self._metrics is not None:
+            self._metrics.fold_seconds.labels(self._summarizer.name).observe(took)
         covers = tuple(exchange.exchange_id for exchange in folded)
         envelope = Envelope(
             tenant=key.tenant,
@@ -65,6 +71,8 @@ class FoldService:
             [ThreadFolded(envelope, fold_id, summary, covers, self._summarizer.name, urgent)]
         )
         self.folds += 1
+        if self._metrics is not None:
+            self._metrics.folds.labels(self._summarizer.name, str(urgent).lower()).inc()
         log.info("folded %d exchanges of %s into %d characters (%s)", len(covers), key, len(summary), position.token())
         return position
 

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Generic, Protocol, TypeVar, cast
 
 from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, StoreUnavailable
+from memlog.metrics import Metrics
 from projections.position import Position
 from projections.stores import Checkpoints
 from schemas.codec import Codec
@@ -82,6 +83,7 @@ class Projector(Generic[E]):
         checkpoints: Checkpoints,
         dead_letters: DeadLetterSink,
         counter: DeadLetterCounter,
+        metrics: Metrics | None = None,
     ) -> None:
         self.name = name
         self.topic = topic
@@ -92,6 +94,7 @@ class Projector(Generic[E]):
         self._checkpoints = checkpoints
         self._dead_letters = dead_letters
         self._counter = counter
+        self._metrics = metrics
         self.applied = 0
         self.dead = 0
 
@@ -118,6 +121,8 @@ class Projector(Generic[E]):
         try:
             await self._retrying(partial(self._step, run))
             self.applied += len(run)
+            if self._metrics is not None:
+                self._metrics.applied.labels(self.name).inc(len(run))
         except Exception:
             if len(run) == 1:
                 raise
@@ -130,6 +135,8 @@ class Projector(Generic[E]):
         try:
             await self._retrying(partial(self._step, [item]))
             self.applied += 1
+            if self._metrics is not None:
+                self._metrics.applied.labels(self.name).inc()
         except Exception as exc:
             # Faust acks a record whose handler raised, so it would be lost; keep it in the dead-letter topic.
             log.exception("%s: applying %s failed", self.name, position.token())
@@ -151,6 +158,8 @@ class Projector(Generic[E]):
         await self._counter.count_dead_letter(self.source_topic)
         await self._checkpoints.advance(position)
         self.dead += 1
+        if self._metrics is not None:
+            self._metrics.dead_letters.labels(self.name, self.source_topic).inc()
         log.warning(
             "%s: %s at %s sent to the dead-letter topic: %s", self.name, self.source_topic, position.token(), error
         )

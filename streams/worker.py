@@ -11,6 +11,7 @@ import faust
 import redis.asyncio as aioredis
 
 from memlog.embeddings import make_embedder
+from memlog.metrics import Metrics
 from memlog.services import make_codec
 from memlog.settings import Settings
 from projections.mongo_store import (
@@ -68,6 +69,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
     """
     app = create_app(settings)
     codec = make_codec(settings)
+    metrics = Metrics()
     redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
     database = mongo_client(settings.mongo)[settings.mongo_db_name]
     counters = RedisCounters(redis, settings.redis_prefix)
@@ -95,6 +97,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
             checkpoints=checkpoints,
             dead_letters=dead_letters,
             counter=counters,
+            metrics=metrics,
         )
 
     facts_topic = app.topic(
@@ -112,6 +115,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
         checkpoints=facts,
         dead_letters=dead_letters,
         counter=counters,
+        metrics=metrics,
     )
     subscribe(app, facts_topic, facts_projector, settings)
     traces_topic = app.topic(
@@ -128,6 +132,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
         checkpoints=traces,
         dead_letters=dead_letters,
         counter=counters,
+        metrics=metrics,
     )
     subscribe(app, traces_topic, traces_projector, settings)
     activity_checkpoints = MongoCheckpoints(database, "facts-activity")
@@ -136,7 +141,9 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
 
     producer = EventProducer(settings, codec, idempotence=settings.idempotent_producer)
     folds = FoldScheduler(
-        FoldService(sessions, producer, make_summarizer(settings), settings.thread_policy(), settings.producer_name),
+        FoldService(
+            sessions, producer, make_summarizer(settings), settings.thread_policy(), settings.producer_name, metrics
+        ),
         settings.fold_retry_seconds,
     )
     step = SessionStep(
@@ -155,6 +162,8 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
         await facts.prepare()
         await traces.prepare()
         await producer.start()
+        if settings.worker_metrics_port is not None:
+            metrics.serve(settings.worker_metrics_port, settings.metrics_host)
 
     return app, prepare
 

@@ -61,3 +61,31 @@ def test_the_configmap_holds_every_setting_but_the_secrets_and_workers_stop_at_t
     assert set(data) == names - SECRET_SETTINGS
     assert not SECRET_SETTINGS & set(data)  # secrets come from the Secret, never the repository
     assert documents["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == int(data["MEMLOG_PARTITIONS"])
+
+
+def test_the_grafana_dashboard_charts_only_metrics_memlog_exports() -> None:
+    import json
+
+    from memlog.metrics import Metrics
+
+    dashboard = json.loads((K8S.parent.parent / "grafana" / "memlog.json").read_text())
+    exported = {sample.name for family in Metrics().registry.collect() for sample in family.samples}
+    exported |= {f"{family.name}_total" for family in Metrics().registry.collect() if family.type == "counter"}
+    exported |= {f"{family.name}_bucket" for family in Metrics().registry.collect() if family.type == "histogram"}
+    exported |= {family.name for family in Metrics().registry.collect()}
+    used = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"\bmemlog_[a-z_]+\b", target["expr"])
+    }
+    assert used and used <= exported, used - exported
+    assert {p["title"] for p in dashboard["panels"]} >= {
+        "Events applied per projection",
+        "Consumer lag per partition",
+        "Dead letters",
+        "Folds and summarizer latency",
+        "Context read latency",
+        "Recall latency",
+        "Erasures",
+    }

@@ -24,7 +24,7 @@ LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 
 @pytest.fixture(scope="module")
 def e2e_settings(stack: Settings) -> Settings:
-    return unique_settings(stack, api_port=free_port())
+    return unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port())
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +182,20 @@ async def test_health_and_openapi(http: httpx.AsyncClient) -> None:
     assert "/v1/tenants/{tenant}/subjects/{subject}/context" in spec["paths"]
     ready = await http.get("/readyz")
     assert ready.status_code == 200 and ready.json()["ready"] is True
+
+
+async def test_the_api_and_the_worker_export_prometheus_metrics(
+    http: httpx.AsyncClient, e2e_settings: Settings
+) -> None:
+    accepted = (await http.post("/v1/exchanges", json=chest("steve-metrics"))).json()
+    await http.get("/v1/tenants/castle-eu-1/subjects/steve-metrics/context", params={"after": accepted["position"]})
+    api = (await http.get("/metrics")).text
+    assert 'memlog_context_seconds_count{thread="session"}' in api
+    assert "memlog_recall_seconds_count" in api
+    assert 'memlog_consumer_lag{partition="0",projection="sessions",topic="threads"}' in api
+    async with httpx.AsyncClient(timeout=10) as client:
+        worker = (await client.get(f"http://127.0.0.1:{e2e_settings.worker_metrics_port}/metrics")).text
+    applied = [
+        line for line in worker.splitlines() if line.startswith('memlog_events_applied_total{projection="sessions"}')
+    ]
+    assert applied and float(applied[0].split()[-1]) >= 2
