@@ -56,6 +56,15 @@ class Step(Protocol[E_contra]):
     async def __call__(self, events: Sequence[tuple[E_contra, Position]]) -> None: ...
 
 
+async def advance_past(checkpoints: Checkpoints, events: Sequence[tuple[Event, Position]]) -> None:
+    """After a batch's store write: record the newest position of each partition as applied."""
+    newest: dict[int, Position] = {}
+    for _, position in events:
+        newest[position.partition] = max(newest.get(position.partition, position), position)
+    for position in newest.values():
+        await checkpoints.advance(position)
+
+
 class Projector(Generic[E]):
     """Runs one projection's step on the records of one topic.
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from projections.position import Position
 from projections.stores import ArchivedEvent, ArchiveStore, Checkpoints
 from schemas.events import ThreadEvent, to_record
+from streams.projector import advance_past
 
 
 class ArchiveStep:
@@ -30,8 +31,4 @@ class ArchiveStep:
                 for event, position in events
             ]
         )
-        newest: dict[int, Position] = {}
-        for _, position in events:
-            newest[position.partition] = max(newest.get(position.partition, position), position)
-        for position in newest.values():
-            await self._checkpoints.advance(position)
+        await advance_past(self._checkpoints, events)

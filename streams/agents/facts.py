@@ -11,6 +11,7 @@ from projections.facts import FactPolicy, FactRefused, SubjectFacts, apply_fact_
 from projections.position import Position
 from projections.stores import Checkpoints, FactStore
 from schemas.events import SESSION_THREAD, FactEvent, QuestionAsked, ThreadEvent
+from streams.projector import advance_past
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,7 @@ class FactStep:
             ready = await embedded(folded, self._embedder) if self._embedder is not None else folded
             writes.append((tenant, subject, ready, position))
         await self._store.write_many(writes)
-        newest: dict[int, Position] = {}
-        for _, position in events:
-            newest[position.partition] = max(newest.get(position.partition, position), position)
-        for position in newest.values():
-            await self._store.advance(position)
+        await advance_past(self._store, events)
 
 
 async def embedded(state: SubjectFacts, embedder: Embedder) -> SubjectFacts:
@@ -77,9 +74,7 @@ class FactActivityStep:
 
     async def __call__(self, events: Sequence[tuple[ThreadEvent, Position]]) -> None:
         latest: dict[tuple[str, str], int] = {}
-        newest: dict[int, Position] = {}
-        for event, position in events:
-            newest[position.partition] = max(newest.get(position.partition, position), position)
+        for event, _ in events:
             env = event.envelope
             if isinstance(event, QuestionAsked) and env.thread == SESSION_THREAD and env.subject is not None:
                 key = (env.tenant, env.subject)
@@ -87,5 +82,4 @@ class FactActivityStep:
         await self._store.questioned(
             [(tenant, subject, at) for (tenant, subject), at in latest.items()], self._policy.keep_ms
         )
-        for position in newest.values():
-            await self._checkpoints.advance(position)
+        await advance_past(self._checkpoints, events)

@@ -9,6 +9,7 @@ from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import trace_document
 from schemas.events import RunTraced
+from streams.projector import advance_past
 
 
 class TraceStep:
@@ -19,8 +20,4 @@ class TraceStep:
 
     async def __call__(self, events: Sequence[tuple[RunTraced, Position]]) -> None:
         await self._store.append([trace_document(run, self._redactor, self._keep_days) for run, _ in events])
-        newest: dict[int, Position] = {}
-        for _, position in events:
-            newest[position.partition] = max(newest.get(position.partition, position), position)
-        for position in newest.values():
-            await self._store.advance(position)
+        await advance_past(self._store, events)
