@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -45,6 +44,7 @@ from schemas.events import (
     ToolCalled,
     TraceToolCall,
     check_name,
+    json_text,
     now_ms,
 )
 from streams.folds import FoldService
@@ -419,8 +419,8 @@ def create_api(settings: Settings) -> FastAPI:
             exchange_id,
             body.call_index,
             body.name,
-            _json("arguments", body.arguments),
-            _json("result", body.result),
+            json_text("arguments", body.arguments),
+            json_text("result", body.result),
             body.ok,
             body.duration_ms,
         )
@@ -655,13 +655,6 @@ def _envelope(api: ApiState, body: Routed, idempotency_key: str | None, thread: 
     )
 
 
-def _json(field: str, value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise InvalidEvent(field, f"is not JSON-serialisable: {exc}") from None
-
-
 async def _produce(api: ApiState, event: QuestionAsked | ToolCalled | AnswerGiven) -> Accepted:
     position = await api.services.producer.produce([event])
     return Accepted(exchange_id=event.exchange_id, position=position.token())
@@ -693,8 +686,8 @@ def _run_event(api: ApiState, body: RunIn) -> RunTraced:
         TraceToolCall(
             seqs[("tool", i)],
             c.name,
-            _json(f"tool_calls[{i}].arguments", c.arguments),
-            _json(f"tool_calls[{i}].result", c.result),
+            json_text(f"tool_calls[{i}].arguments", c.arguments),
+            json_text(f"tool_calls[{i}].result", c.result),
             c.ok,
             c.started_at,
             c.duration_ms,

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import httpx
 
 from memlog.errors import MemlogError, ServiceSetupError
+from memlog.openai_compat import openai_client
 from memlog.settings import Settings
 
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
@@ -219,8 +220,7 @@ class OpenAIEmbeddings:
     def __init__(self, url: str, model: str, api_key: str | None, timeout: float) -> None:
         self.name = f"openai:{model}"
         self._model = model
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(base_url=url.rstrip("/"), timeout=timeout, headers=headers)
+        self._client = openai_client(url, api_key, timeout)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

@@ -370,7 +370,7 @@ def exchange_id_for(tenant: str, subject: str, idempotency_key: str | None) -> s
     )
 
 
-def _json_text(field_name: str, value: Any) -> str:
+def json_text(field_name: str, value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -452,8 +452,8 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
                     exchange_id=exchange_id,
                     call_index=index,
                     name=check_text(f"{where}.name", call.get("name")),
-                    arguments=_json_text(f"{where}.arguments", call.get("arguments", {})),
-                    result=_json_text(f"{where}.result", call.get("result")),
+                    arguments=json_text(f"{where}.arguments", call.get("arguments", {})),
+                    result=json_text(f"{where}.result", call.get("result")),
                     ok=ok,
                     duration_ms=duration,
                 )

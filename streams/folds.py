@@ -40,8 +40,6 @@ class FoldService:
         self._policy = policy
         self._producer_name = producer_name
         self._metrics = metrics
-        self.folds = 0
-        self.seconds = 0.0  # time spent summarizing, for the fold's cost
 
     async def fold(self, key: ThreadKey, *, urgent: bool = False) -> Position | None:
         """Fold the thread if it needs it; the position of the ThreadFolded produced, else None."""
@@ -53,10 +51,8 @@ class FoldService:
             return None
         started = time.perf_counter()
         summary = await self._summarizer.summarize(session.head.summary, folded, self._policy.summary_chars)
-        took = time.perf_counter() - started
-        self.seconds += took
         if self._metrics is not None:
-            self._metrics.fold_seconds.labels(self._summarizer.name).observe(took)
+            self._metrics.fold_seconds.labels(self._summarizer.name).observe(time.perf_counter() - started)
         covers = tuple(exchange.exchange_id for exchange in folded)
         envelope = Envelope(
             tenant=key.tenant,
@@ -70,7 +66,6 @@ class FoldService:
         position = await self._producer.produce(
             [ThreadFolded(envelope, fold_id, summary, covers, self._summarizer.name, urgent)]
         )
-        self.folds += 1
         if self._metrics is not None:
             self._metrics.folds.labels(self._summarizer.name, str(urgent).lower()).inc()
         log.info("folded %d exchanges of %s into %d characters (%s)", len(covers), key, len(summary), position.token())

@@ -104,8 +104,6 @@ class Projector(Generic[E]):
         self._dead_letters = dead_letters
         self._counter = counter
         self._metrics = metrics
-        self.applied = 0
-        self.dead = 0
 
     async def handle(self, records: Sequence[Record]) -> None:
         """Apply a batch in log order; poison records are dead-lettered where they stand."""
@@ -129,7 +127,6 @@ class Projector(Generic[E]):
             return
         try:
             await self._retrying(partial(self._step, run))
-            self.applied += len(run)
             if self._metrics is not None:
                 self._metrics.applied.labels(self.name).inc(len(run))
         except Exception:
@@ -143,7 +140,6 @@ class Projector(Generic[E]):
         event, position = item
         try:
             await self._retrying(partial(self._step, [item]))
-            self.applied += 1
             if self._metrics is not None:
                 self._metrics.applied.labels(self.name).inc()
         except Exception as exc:
@@ -166,7 +162,6 @@ class Projector(Generic[E]):
         await self._dead_letters.send(record.key, self._codec.encode("memlog.DeadLetter", letter))
         await self._counter.count_dead_letter(self.source_topic)
         await self._checkpoints.advance(position)
-        self.dead += 1
         if self._metrics is not None:
             self._metrics.dead_letters.labels(self.name, self.source_topic).inc()
         log.warning(

@@ -9,7 +9,8 @@ from typing import Protocol
 
 import httpx
 
-from memlog.errors import MemlogError
+from memlog.errors import MemlogError, ServiceSetupError
+from memlog.openai_compat import openai_client
 from memlog.settings import Settings
 from projections.session import Exchange
 from projections.summary import extractive_summary
@@ -55,8 +56,7 @@ class ChatCompletionsSummarizer:
         self.name = f"openai:{model}"
         self._model = model
         self._timeout = timeout
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(base_url=url.rstrip("/"), timeout=timeout, headers=headers)
+        self._client = openai_client(url, api_key, timeout)
 
     async def summarize(self, previous: str, folded: Sequence[Exchange], limit: int) -> str:
         transcript = "".join(exchange.render() for exchange in folded)
@@ -88,7 +88,7 @@ class ChatCompletionsSummarizer:
 def make_summarizer(settings: Settings) -> Summarizer:
     if settings.summarizer == "openai":
         if not settings.summarizer_url or not settings.summarizer_model:
-            raise SummarizerFailed("MEMLOG_SUMMARIZER=openai needs MEMLOG_SUMMARIZER_URL and MEMLOG_SUMMARIZER_MODEL")
+            raise ServiceSetupError("MEMLOG_SUMMARIZER=openai needs MEMLOG_SUMMARIZER_URL and MEMLOG_SUMMARIZER_MODEL")
         return ChatCompletionsSummarizer(
             settings.summarizer_url,
             settings.summarizer_model,
