@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 import uuid
@@ -21,7 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from memlog.admin import TRACES_PAGE
 from memlog.credentials import Credentials
 from memlog.embeddings import make_embedder
-from memlog.errors import Conflict, Forbidden, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable, Unauthorized
+from memlog.errors import (
+    Conflict,
+    Forbidden,
+    InvalidEvent,
+    LogUnavailable,
+    NotCaughtUp,
+    StoreUnavailable,
+    SubjectErasing,
+    Unauthorized,
+)
 from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
 from memlog.metrics import Metrics
 from memlog.services import Services, open_services
@@ -40,6 +50,8 @@ from schemas.events import (
     ModelStep,
     QuestionAsked,
     RunTraced,
+    SubjectErased,
+    SubjectExportRequested,
     ThreadReset,
     ToolCalled,
     TraceToolCall,
@@ -253,6 +265,18 @@ class ResetIn(BaseModel):
     reason: str | None = None
 
 
+class EraseIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(default=None, description="Recorded in the log; do not put personal data here.")
+
+
+class PrivacyOut(BaseModel):
+    request_id: str
+    position: str
+    done: bool = Field(description="False: the worker has not applied it within the wait; ask the ledger later.")
+    ledger: dict[str, Any] | None = None
+
+
 def _error(status: int, field: str | None, message: str, retry: bool = False) -> JSONResponse:
     body: dict[str, Any] = {"detail": [{"loc": ["body", field] if field else [], "msg": message}]}
     headers = {"Retry-After": RETRY_AFTER_SECONDS} if retry else None
@@ -295,11 +319,19 @@ def create_api(settings: Settings) -> FastAPI:
                 settings.producer_name,
                 make_embedder(settings),
             )
-            app.state.api = ApiState(settings, services, offsets, folds, memory, settings.redactor(), metrics)
+            api = ApiState(settings, services, offsets, folds, memory, settings.redactor(), metrics)
+            app.state.api = api
+            for prepare in (services.vault.prepare, services.ledger.prepare, services.exports.prepare):
+                try:
+                    await prepare()
+                except StoreUnavailable as exc:
+                    log.warning("privacy stores not prepared yet: %s", exc)
+            follower = asyncio.create_task(_follow_namespace(api))
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
                 yield
             finally:
+                follower.cancel()
                 await offsets.stop()
 
     app = FastAPI(
@@ -328,6 +360,7 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.exception_handler(LogUnavailable)
     @app.exception_handler(StoreUnavailable)
+    @app.exception_handler(SubjectErasing)
     @app.exception_handler(NotCaughtUp)
     async def unavailable(_: Request, exc: Exception) -> JSONResponse:
         return _error(503, None, str(exc), retry=True)
@@ -640,7 +673,92 @@ def create_api(settings: Settings) -> FastAPI:
         position = await api.services.producer.produce([ThreadReset(env, body.reason if body else None)])
         return Accepted(exchange_id="", position=position.token())
 
+    @app.post(
+        "/v1/tenants/{tenant}/subjects/{subject}/erase",
+        response_model=PrivacyOut,
+        dependencies=operator_only,
+    )
+    async def erase_subject(tenant: str, subject: str, request: Request, body: EraseIn | None = None) -> PrivacyOut:
+        """Erase everything memlog holds about a subject, then their data key (operators only)."""
+        api = state(request)
+        by = credentials.who(request.headers.get("authorization"))
+        request_id = str(uuid.uuid4())
+        env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=api.settings.producer_name)
+        event = SubjectErased(env, request_id, by, body.reason if body else None)
+        await api.services.ledger.record(
+            "erase-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=by
+        )
+        position = await api.services.producer.produce([event])
+        done = await _privacy_applied(api, position)
+        entry = await api.services.ledger.get(request_id) if done else None
+        return PrivacyOut(request_id=request_id, position=position.token(), done=done, ledger=_ledger_view(entry))
+
+    @app.post("/v1/tenants/{tenant}/subjects/{subject}/export", dependencies=operator_only)
+    async def export_subject(tenant: str, subject: str, request: Request) -> JSONResponse:
+        """One JSON bundle of everything memlog holds about a subject (operators only)."""
+        api = state(request)
+        by = credentials.who(request.headers.get("authorization"))
+        request_id = str(uuid.uuid4())
+        env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=api.settings.producer_name)
+        await api.services.ledger.record(
+            "export-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=by
+        )
+        position = await api.services.producer.produce([SubjectExportRequested(env, request_id, by)])
+        if not await _privacy_applied(api, position):
+            out = PrivacyOut(request_id=request_id, position=position.token(), done=False)
+            return JSONResponse(out.model_dump(), status_code=202)
+        stored = await api.services.exports.get(request_id)
+        if stored is None:
+            raise NotCaughtUp(f"export {request_id} was applied but its bundle is gone")
+        return Response(stored["bundle"], media_type="application/json")  # type: ignore[return-value]
+
+    @app.get("/v1/tenants/{tenant}/exports/{request_id}", dependencies=operator_only)
+    async def export_bundle(tenant: str, request_id: str, request: Request) -> Response:
+        stored = await state(request).services.exports.get(request_id)
+        if stored is None or stored["tenant"] != tenant:
+            return _error(404, None, f"no export {request_id} (bundles are kept a day)")
+        return Response(stored["bundle"], media_type="application/json")
+
+    @app.get("/v1/tenants/{tenant}/ledger", dependencies=operator_only)
+    async def ledger(
+        tenant: str, request: Request, subject: str | None = None, limit: int = Query(default=100, ge=1, le=1000)
+    ) -> list[dict[str, Any]]:
+        """Operator requests and what they did (erasure counts, never content)."""
+        entries = await state(request).services.ledger.entries(tenant=tenant, subject=subject, limit=limit)
+        return [view for entry in entries if (view := _ledger_view(entry)) is not None]
+
     return app
+
+
+async def _follow_namespace(api: ApiState) -> None:
+    """Reads follow the namespace pointer: a finished replay moves them to the rebuilt namespace."""
+    while True:
+        try:
+            if await api.services.follow_pointer():
+                log.warning("reads switched to namespace %s", api.services.current.namespace)
+                api.folds = api.folds.with_store(api.services.sessions)
+                api.memory = api.memory.with_store(api.services.facts)
+        except StoreUnavailable as exc:
+            log.warning("namespace pointer unreadable: %s", exc)
+        await asyncio.sleep(1.0)
+
+
+async def _privacy_applied(api: ApiState, position: Position) -> bool:
+    try:
+        await _wait_applied(api, position)
+    except NotCaughtUp:
+        return False
+    return True
+
+
+def _ledger_view(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    view = {("id" if k == "_id" else k): v for k, v in entry.items()}
+    at = view.get("at")
+    if isinstance(at, dt.datetime):
+        view["at"] = at.isoformat()
+    return view
 
 
 def _envelope(api: ApiState, body: Routed, idempotency_key: str | None, thread: str) -> Envelope:
@@ -757,6 +875,8 @@ async def _wait_applied(api: ApiState, position: Position, wait: float | None = 
         checkpoints = [api.services.facts]
     elif position.topic == "traces":
         checkpoints = [api.services.traces]
+    elif position.topic == "privacy":
+        checkpoints = [api.services.current.privacy]
     else:
         raise InvalidEvent("after", f"{position.token()} is not a position of the threads, facts or traces topic")
     if position.partition >= api.settings.partitions:

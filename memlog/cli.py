@@ -108,17 +108,12 @@ def _dev(settings: Settings, action: str) -> int:
 
 
 async def _reset(settings: Settings, tenant: str, subject: str, reason: str) -> str:
-    from memlog.services import make_codec
+    from memlog.services import open_services
     from schemas.events import SESSION_THREAD, Envelope, ThreadReset
-    from streams.producer import EventProducer
 
     envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer="memlog-cli")
-    codec = make_codec(settings)
-    try:
-        async with EventProducer(settings, codec, idempotence=settings.idempotent_producer) as producer:
-            return (await producer.produce([ThreadReset(envelope, reason)])).token()
-    finally:
-        codec.close()
+    async with open_services(settings, producer=True) as services:
+        return (await services.producer.produce([ThreadReset(envelope, reason)])).token()
 
 
 async def _facts(settings: Settings, args: argparse.Namespace) -> list[str]:

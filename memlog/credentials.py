@@ -6,6 +6,7 @@ every route but health, readiness, OpenAPI and the tool definitions needs one.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from dataclasses import dataclass, field
@@ -36,6 +37,13 @@ class Credentials:
     @property
     def enabled(self) -> bool:
         return bool(self.backends or self.operators)
+
+    def who(self, authorization: str | None) -> str:
+        """A name for the ledger: a digest of the credential, never the secret; "open" with none configured."""
+        _, _, token = (authorization or "").partition(" ")
+        if not self.enabled or not token:
+            return "open"
+        return "token:" + hashlib.sha256(token.encode()).hexdigest()[:12]
 
     def check(self, authorization: str | None, tenant: str | None, *, operator: bool = False) -> None:
         """Raise unless the bearer token may act on `tenant` (or, for an operator action, is an operator's)."""

@@ -50,3 +50,16 @@ class Unauthorized(MemlogError):
 
 class Forbidden(MemlogError):
     """A known credential that may not do this: another tenant's data, or an operator action."""
+
+
+class SubjectErasing(MemlogError):
+    """The subject is being erased right now; writes about them wait until it is done."""
+
+    def __init__(self, tenant: str, subject: str) -> None:
+        super().__init__(f"subject {subject!r} of tenant {tenant!r} is being erased; retry in a moment")
+        self.tenant = tenant
+        self.subject = subject
+
+
+class Shredded(MemlogError):
+    """An event sealed with a data key that no longer exists: its subject was erased."""

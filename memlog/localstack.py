@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -487,6 +488,7 @@ def _kafka_answers(bootstrap: str) -> bool:
 
 class LocalStack:
     def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         broker: Service = Tansu(settings) if settings.local_broker == "tansu" else Kafka(settings)
         self.services: list[Service] = [broker, Redis(settings), Mongo(settings)]
         if settings.local_registry:
@@ -495,6 +497,7 @@ class LocalStack:
     def up(self) -> list[str]:
         """Start what is missing; returns the names of the services this call started."""
         started: list[str] = []
+        self.ensure_master_key()
         try:
             for service in self.services:
                 if service.start():
@@ -503,6 +506,18 @@ class LocalStack:
             self.down(started)
             raise
         return started
+
+    def ensure_master_key(self) -> None:
+        """The local stack's master key: 32 random bytes under the home folder, readable by its owner only."""
+        if self.settings.master_key is not None or self.settings.master_key_file is not None:
+            return
+        path = self.settings.home / "master.key"
+        if path.exists():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")
 
     def down(self, only: list[str] | None = None) -> list[str]:
         stopped = []

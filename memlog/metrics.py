@@ -46,6 +46,12 @@ class Metrics:
             "memlog_recall_seconds", "Latency of a fact recall.", buckets=LATENCY_BUCKETS, registry=self.registry
         )
         self.erasures = Counter("memlog_erasures", "Subjects erased.", registry=self.registry)
+        self.shredded = Counter(
+            "memlog_shredded_events",
+            "Events skipped because their subject was erased (their data key is gone).",
+            ["projection"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

@@ -18,20 +18,22 @@ from projections.mongo_store import (
     MongoFactStore,
     MongoTraceStore,
     mongo_client,
+    mongo_errors,
 )
+from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
 from projections.redis_store import RedisCounters, RedisSessionStore
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
 from schemas.registry import HttpSchemaRegistry
 from streams.producer import EventProducer
+from streams.sealer import Sealer
 
 
-@dataclass
-class Services:
-    settings: Settings
-    codec: Codec
-    redis: aioredis.Redis
-    mongo: AsyncMongoClient[dict[str, Any]]
+@dataclass(frozen=True)
+class Stores:
+    """The projection stores of one namespace (a Redis key prefix and a MongoDB database)."""
+
+    namespace: str
     database: AsyncDatabase[dict[str, Any]]
     sessions: RedisSessionStore
     counters: RedisCounters
@@ -40,12 +42,108 @@ class Services:
     facts: MongoFactStore
     fact_activity: MongoCheckpoints
     traces: MongoTraceStore
+    privacy: MongoCheckpoints  # the privacy agent's applied offsets
+
+
+def open_stores(
+    settings: Settings, redis: aioredis.Redis, mongo: AsyncMongoClient[dict[str, Any]], namespace: str
+) -> Stores:
+    scoped = settings.model_copy(update={"namespace": namespace})
+    database = mongo[scoped.mongo_db_name]
+    return Stores(
+        namespace=namespace,
+        database=database,
+        sessions=RedisSessionStore(redis, scoped.redis_prefix),
+        counters=RedisCounters(redis, scoped.redis_prefix),
+        archive=MongoArchiveStore(database),
+        archive_checkpoints=MongoCheckpoints(database, "archive"),
+        facts=MongoFactStore(database),
+        fact_activity=MongoCheckpoints(database, "facts-activity"),
+        traces=MongoTraceStore(database),
+        privacy=MongoCheckpoints(database, "privacy"),
+    )
+
+
+class NamespacePointer:
+    """Which namespace reads and workers use, per app id; `memlog replay` moves it once a rebuild is done."""
+
+    def __init__(self, privacy: AsyncDatabase[dict[str, Any]], app_id: str) -> None:
+        self._namespaces = privacy["namespaces"]
+        self._app_id = app_id
+
+    async def active(self) -> str | None:
+        with mongo_errors():
+            doc = await self._namespaces.find_one({"_id": self._app_id})
+        return None if doc is None else str(doc["namespace"])
+
+    async def switch(self, namespace: str, **info: Any) -> None:
+        with mongo_errors():
+            await self._namespaces.replace_one({"_id": self._app_id}, {"namespace": namespace, **info}, upsert=True)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    codec: Codec
+    redis: aioredis.Redis
+    mongo: AsyncMongoClient[dict[str, Any]]
+    privacy: AsyncDatabase[dict[str, Any]]
+    vault: MongoKeyVault
+    ledger: MongoLedger
+    exports: MongoExports
+    sealer: Sealer
+    pointer: NamespacePointer
+    current: Stores
     _producer: EventProducer | None = None
 
     @property
     def producer(self) -> EventProducer:
         assert self._producer is not None, "opened without a producer"
         return self._producer
+
+    # the current namespace's stores
+    @property
+    def database(self) -> AsyncDatabase[dict[str, Any]]:
+        return self.current.database
+
+    @property
+    def sessions(self) -> RedisSessionStore:
+        return self.current.sessions
+
+    @property
+    def counters(self) -> RedisCounters:
+        return self.current.counters
+
+    @property
+    def archive(self) -> MongoArchiveStore:
+        return self.current.archive
+
+    @property
+    def archive_checkpoints(self) -> MongoCheckpoints:
+        return self.current.archive_checkpoints
+
+    @property
+    def facts(self) -> MongoFactStore:
+        return self.current.facts
+
+    @property
+    def fact_activity(self) -> MongoCheckpoints:
+        return self.current.fact_activity
+
+    @property
+    def traces(self) -> MongoTraceStore:
+        return self.current.traces
+
+    def stores(self, namespace: str) -> Stores:
+        return open_stores(self.settings, self.redis, self.mongo, namespace)
+
+    async def follow_pointer(self) -> bool:
+        """Switch reads to the namespace the pointer names; True when it moved."""
+        namespace = await self.pointer.active() or self.settings.namespace
+        if namespace == self.current.namespace:
+            return False
+        self.current = self.stores(namespace)
+        return True
 
 
 def make_codec(settings: Settings) -> Codec:
@@ -57,27 +155,30 @@ def make_codec(settings: Settings) -> Codec:
 
 @asynccontextmanager
 async def open_services(settings: Settings, *, producer: bool = False) -> AsyncIterator[Services]:
+    master = settings.master_key_bytes()
     codec = make_codec(settings)
     redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
     mongo = mongo_client(settings.mongo)
-    database = mongo[settings.mongo_db_name]
+    privacy = mongo[settings.privacy_database]
+    vault = MongoKeyVault(privacy, master)
     services = Services(
         settings=settings,
         codec=codec,
         redis=redis,
         mongo=mongo,
-        database=database,
-        sessions=RedisSessionStore(redis, settings.redis_prefix),
-        counters=RedisCounters(redis, settings.redis_prefix),
-        archive=MongoArchiveStore(database),
-        archive_checkpoints=MongoCheckpoints(database, "archive"),
-        facts=MongoFactStore(database),
-        fact_activity=MongoCheckpoints(database, "facts-activity"),
-        traces=MongoTraceStore(database),
+        privacy=privacy,
+        vault=vault,
+        ledger=MongoLedger(privacy),
+        exports=MongoExports(privacy),
+        sealer=Sealer(vault, settings.key_cache_seconds),
+        pointer=NamespacePointer(privacy, settings.app_id),
+        current=open_stores(settings, redis, mongo, settings.namespace),
     )
     try:
         if producer:
-            services._producer = EventProducer(settings, codec, idempotence=settings.idempotent_producer)
+            services._producer = EventProducer(
+                settings, codec, sealer=services.sealer, idempotence=settings.idempotent_producer
+            )
             await services._producer.start()
         yield services
     finally:

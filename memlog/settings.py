@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memlog.errors import ServiceSetupError
 from projections.facts import FactPolicy
 from projections.redaction import Redactor
 from projections.session import ThreadPolicy
@@ -108,7 +111,42 @@ class Settings(BaseSettings):
     ready_max_lag: int = Field(default=0, ge=0, description="/readyz tolerates this many unapplied records.")
     idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
 
+    # --- privacy (DESIGN "Erasure, export, replay") ---
+    master_key: SecretStr | None = Field(
+        default=None, description="Base64 of the 32-byte master key that wraps every data key (a secret)."
+    )
+    master_key_file: Path | None = Field(
+        default=None, description="A file holding the master key; default: <home>/master.key, made by `memlog dev up`."
+    )
+    privacy_database: str = Field(
+        default="memlog_privacy", description="MongoDB database of the key vault, ledger and exports (no namespace)."
+    )
+    key_cache_seconds: float = Field(default=5.0, ge=0, description="How long a process caches a data key to read.")
+    replay_batch: int = Field(default=20_000, ge=1, description="Records a replay reads and writes per batch.")
+
     # --- derived ---
+    def master_key_bytes(self) -> bytes:
+        """The master key, from the setting, its file, or the local stack's file; refuses to go on without one."""
+        if self.master_key is not None:
+            text = self.master_key.get_secret_value()
+            origin = "MEMLOG_MASTER_KEY"
+        else:
+            path = self.master_key_file or self.home / "master.key"
+            if not path.is_file():
+                raise ServiceSetupError(
+                    "no master key: set MEMLOG_MASTER_KEY (base64 of 32 random bytes) or MEMLOG_MASTER_KEY_FILE; "
+                    f"`memlog dev up` makes {self.home / 'master.key'} for the local stack"
+                )
+            text = path.read_text(encoding="utf-8")
+            origin = str(path)
+        try:
+            key = base64.b64decode(text.strip(), validate=True)
+        except (ValueError, binascii.Error):
+            raise ServiceSetupError(f"the master key in {origin} is not base64") from None
+        if len(key) != 32:
+            raise ServiceSetupError(f"the master key in {origin} is {len(key)} bytes; it must be 32")
+        return key
+
     def redactor(self) -> Redactor:
         return Redactor.build(self.redact_keys, self.redact_patterns)
 
@@ -172,6 +210,11 @@ class Settings(BaseSettings):
     @property
     def mongo_db_name(self) -> str:
         return f"{self.mongo_database}_{self.namespace}"
+
+    @property
+    def group_id(self) -> str:
+        """Faust app id and consumer group: one per namespace, so a rebuilt namespace has offsets of its own."""
+        return f"{self.app_id}-{self.namespace}"
 
     @property
     def redis_prefix(self) -> str:

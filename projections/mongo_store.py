@@ -106,6 +106,17 @@ class MongoArchiveStore:
         with mongo_errors():
             return int(await self._events.count_documents({"tenant": tenant}))
 
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """Every archived event about the subject: their session, and their lines on shared threads."""
+        with mongo_errors():
+            result = await self._events.delete_many({"tenant": tenant, "subject": subject})
+        return int(result.deleted_count)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        with mongo_errors():
+            docs = await self._events.find({"tenant": tenant, "subject": subject}, {"_id": 0}).to_list()
+        return sorted(docs, key=lambda d: (d["thread"], d["partition"], d["offset"]))
+
 
 class MongoCheckpoints:
     """Applied offsets per partition in the `applied` collection, raised with $max so they never go back."""
@@ -186,6 +197,16 @@ class MongoFactStore:
             # also compare `expires_at`, so nothing expired is returned before the monitor runs
             await self._facts.create_index("expires", expireAfterSeconds=0, name="kept_until")
             await self._facts.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """The subject's facts, their token index and embeddings (all in one document); how many facts went."""
+        with mongo_errors():
+            doc = await self._facts.find_one_and_delete({"_id": self._id(tenant, subject)})
+        return 0 if doc is None else len(doc.get("facts", []))
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        state = await self.load(tenant, subject)
+        return [] if state is None else [fact.view() for fact in state.facts]
 
     async def load(self, tenant: str, subject: str) -> SubjectFacts | None:
         with mongo_errors():
@@ -322,8 +343,12 @@ class MongoTraceStore:
             cursor = self._traces.find(query, {"expires": 0}).sort("started_at", -1).limit(limit)
             return await cursor.to_list()
 
-    async def delete_subject(self, tenant: str, subject: str) -> int:
+    async def erase_subject(self, tenant: str, subject: str) -> int:
         """Erasure's part here: every trace of the subject's runs, at once (seed 000)."""
         with mongo_errors():
             result = await self._traces.delete_many({"tenant": tenant, "subject": subject})
         return int(result.deleted_count)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        with mongo_errors():
+            return await self._traces.find({"tenant": tenant, "subject": subject}, {"expires": 0}).to_list()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,6 +13,7 @@ from redis.exceptions import RedisError
 from memlog.errors import StoreUnavailable
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
+from schemas.events import AUTOMATION_THREAD
 
 # KEYS: head, exchanges (hash id -> JSON), order (list of ids), checkpoints
 # ARGV: partition, offset, exchange id ('' for none), exchange JSON, token delta, last question ms,
@@ -66,6 +68,28 @@ return 1
 """
 
 
+# KEYS: head, exchanges, order; ARGV: subject. Removes the subject's exchanges from a shared thread.
+_ERASE_LINES = """
+local removed = 0
+local tokens = 0
+local all = redis.call('HGETALL', KEYS[2])
+for i = 1, #all, 2 do
+  local ok, ex = pcall(cjson.decode, all[i + 1])
+  if ok and ex['subject'] == ARGV[1] then
+    redis.call('HDEL', KEYS[2], all[i])
+    redis.call('LREM', KEYS[3], 0, all[i])
+    removed = removed + 1
+    tokens = tokens + (tonumber(ex['tokens']) or 0)
+  end
+end
+if removed > 0 and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'tokens', -tokens)
+  redis.call('HINCRBY', KEYS[1], 'count', -removed)
+end
+return removed
+"""
+
+
 @contextmanager
 def redis_errors() -> Iterator[None]:
     """Translate redis-py's exceptions into memlog's at this edge."""
@@ -94,6 +118,7 @@ class RedisSessionStore:
         self._prefix = prefix
         self._write = client.register_script(_WRITE)
         self._advance = client.register_script(_ADVANCE)
+        self._erase_lines = client.register_script(_ERASE_LINES)
 
     def _keys(self, key: ThreadKey) -> tuple[str, str, str]:
         # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
@@ -181,6 +206,66 @@ class RedisSessionStore:
     async def drop(self, key: ThreadKey) -> None:
         with redis_errors():
             await self._redis.delete(*self._keys(key))
+
+    async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
+        """The subject's session, and their lines in the tenant's public and automation threads."""
+        session = self._keys(ThreadKey.session(tenant, subject))
+        shared = [ThreadKey.public(tenant)]
+        with redis_errors():
+            exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
+            await self._redis.delete(*session)
+            pattern = f"{_glob(self._prefix)}:{AUTOMATION_THREAD}:{len(tenant)}:{_glob(tenant)}:*:ex"
+            async for raw in self._redis.scan_iter(match=pattern, count=500):
+                base = _text(raw)[: -len(":ex")]
+                agent = base[len(f"{self._prefix}:{AUTOMATION_THREAD}:{len(tenant)}:{tenant}:") :]
+                shared.append(ThreadKey.automation(tenant, agent))
+            lines = 0
+            for key in shared:
+                lines += int(await self._erase_lines(keys=list(self._keys(key)), args=[subject]))
+        return {"session_exchanges": exchanges, "shared_thread_lines": lines}
+
+    async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
+        """The subject's session and their lines in shared threads, as plain data."""
+        session = await self.read(ThreadKey.session(tenant, subject))
+        shared: list[dict[str, Any]] = []
+        keys = [ThreadKey.public(tenant)]
+        pattern = f"{_glob(self._prefix)}:{AUTOMATION_THREAD}:{len(tenant)}:{_glob(tenant)}:*:ex"
+        with redis_errors():
+            async for raw in self._redis.scan_iter(match=pattern, count=500):
+                base = _text(raw)[: -len(":ex")]
+                keys.append(
+                    ThreadKey.automation(
+                        tenant, base[len(f"{self._prefix}:{AUTOMATION_THREAD}:{len(tenant)}:{tenant}:") :]
+                    )
+                )
+        for key in keys:
+            thread = await self.read(key)
+            for exchange in thread.exchanges if thread else ():
+                if exchange.subject == subject:
+                    shared.append({"thread": key.thread, "agent": key.owner or None, **json.loads(exchange.to_json())})
+        return {
+            "session": None
+            if session is None
+            else {
+                "summary": session.head.summary,
+                "exchanges": [json.loads(exchange.to_json()) for exchange in session.exchanges],
+            },
+            "shared_thread_lines": shared,
+        }
+
+    async def erase_idempotency_claims(self, prefix: str, tenant: str, subject: str) -> int:
+        """The API's idempotency claims for the subject's exchanges (their keys name the subject)."""
+        pattern = f"{_glob(prefix)}:idem:{len(tenant)}:{_glob(tenant)}:{_glob(subject)}:*"
+        removed = 0
+        with redis_errors():
+            async for raw in self._redis.scan_iter(match=pattern, count=500):
+                removed += int(await self._redis.delete(raw))
+        return removed
+
+
+def _glob(text: str) -> str:
+    """A literal for a Redis MATCH pattern."""
+    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
 
 
 def _head(raw: dict[Any, Any]) -> SessionHead:

@@ -94,12 +94,14 @@ class Exchange:
     model: str | None = None
     idempotency_key: str | None = None
     tokens: int = 0
+    subject: str | None = None  # who asked, on the public and automation threads (erasure finds their lines)
 
     @property
     def complete(self) -> bool:
         return self.answer is not None
 
     def to_json(self) -> str:
+        extra = {} if self.subject is None else {"subject": self.subject}
         return json.dumps(
             {
                 "exchange_id": self.exchange_id,
@@ -111,6 +113,7 @@ class Exchange:
                 "model": self.model,
                 "idempotency_key": self.idempotency_key,
                 "tokens": self.tokens,
+                **extra,
             },
             separators=(",", ":"),
             ensure_ascii=False,
@@ -241,6 +244,7 @@ def apply_event(
             channel=event.channel,
             occurred_at=env.occurred_at,
             idempotency_key=env.idempotency_key,
+            subject=None if env.thread == SESSION_THREAD else env.subject,
         )
         last_question_at = max(last_question_at, env.occurred_at)
     elif isinstance(event, ToolCalled):

@@ -276,12 +276,43 @@ class RunTraced:
         object.__setattr__(self, "tool_calls", calls)
 
 
+@dataclass(frozen=True)
+class SubjectErased:
+    """DESIGN "Erasure, export, replay": everything about the subject goes, then their data key."""
+
+    TYPE: ClassVar[str] = "memlog.SubjectErased"
+    envelope: Envelope
+    request_id: str
+    requested_by: str
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name("request_id", self.request_id)
+        if self.envelope.subject is None:
+            raise InvalidEvent("subject", "an erasure names its subject")
+
+
+@dataclass(frozen=True)
+class SubjectExportRequested:
+    TYPE: ClassVar[str] = "memlog.SubjectExportRequested"
+    envelope: Envelope
+    request_id: str
+    requested_by: str
+
+    def __post_init__(self) -> None:
+        check_name("request_id", self.request_id)
+        if self.envelope.subject is None:
+            raise InvalidEvent("subject", "an export names its subject")
+
+
 ExchangeEvent = QuestionAsked | ToolCalled | AnswerGiven
 ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset
 TRACE_EVENTS: tuple[type[RunTraced], ...] = (RunTraced,)
 THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (QuestionAsked, ToolCalled, AnswerGiven, ThreadFolded, ThreadReset)
 FACT_EVENTS: tuple[type[FactEvent], ...] = (FactRemembered, FactRevised, FactForgotten, FactsCleared)
-Event = ThreadEvent | FactEvent | RunTraced
+PrivacyEvent = SubjectErased | SubjectExportRequested
+PRIVACY_EVENTS: tuple[type[PrivacyEvent], ...] = (SubjectErased, SubjectExportRequested)
+Event = ThreadEvent | FactEvent | RunTraced | PrivacyEvent
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -295,6 +326,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FactForgotten,
         FactsCleared,
         RunTraced,
+        SubjectErased,
+        SubjectExportRequested,
     )
 }
 

@@ -8,10 +8,10 @@ from memlog.settings import Settings
 
 
 def create_app(settings: Settings) -> faust.App:
-    datadir = settings.home / "faust" / settings.app_id  # Faust writes here even with memory://
+    datadir = settings.home / "faust" / settings.group_id  # Faust writes here even with memory://
     datadir.mkdir(parents=True, exist_ok=True)
     return faust.App(
-        settings.app_id,
+        settings.group_id,
         broker=f"kafka://{settings.bootstrap}",
         store="memory://",
         datadir=str(datadir),

@@ -17,7 +17,17 @@ from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import redact_run, sampled
 from schemas.codec import Codec
-from schemas.events import FACT_EVENTS, TRACE_EVENTS, Event, RunTraced, exchange_events, record_key, to_record
+from schemas.events import (
+    FACT_EVENTS,
+    PRIVACY_EVENTS,
+    TRACE_EVENTS,
+    Event,
+    RunTraced,
+    exchange_events,
+    record_key,
+    to_record,
+)
+from streams.sealer import Sealer
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +43,8 @@ def _topic_of(event: Event) -> str:
         return "facts"
     if isinstance(event, TRACE_EVENTS):
         return "traces"
+    if isinstance(event, PRIVACY_EVENTS):
+        return "privacy"
     return "threads"
 
 
@@ -43,11 +55,13 @@ class EventProducer:
         settings: bootstrap servers, topic names and size limits come from here.
         codec: encodes events (single-object encoding, or Confluent with a registry).
         idempotence: Kafka's idempotent producer; off for brokers without it (Tansu).
+        sealer: encrypts the personal fields of subject events with the subject's data key.
     """
 
-    def __init__(self, settings: Settings, codec: Codec, *, idempotence: bool = True) -> None:
+    def __init__(self, settings: Settings, codec: Codec, *, sealer: Sealer, idempotence: bool = True) -> None:
         self._settings = settings
         self._codec = codec
+        self._sealer = sealer
         self._idempotence = idempotence
         self._partitioner = DefaultPartitioner()
         self._kafka: AIOKafkaProducer | None = None
@@ -113,7 +127,7 @@ class EventProducer:
         key = record_key(first.tenant, first.owner)
         if any(record_key(e.envelope.tenant, e.envelope.owner) != key for e in events):
             raise InvalidEvent("events", "a batch must belong to one thread owner")
-        values = [self._codec.encode(e.TYPE, to_record(e)) for e in events]
+        values = [self._codec.encode(e.TYPE, await self._sealer.seal(e.TYPE, to_record(e))) for e in events]
         size = sum(len(value) for value in values)
         if size > self._settings.max_message_bytes:
             raise InvalidEvent("body", f"encodes to {size} bytes; at most {self._settings.max_message_bytes}")

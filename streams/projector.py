@@ -13,14 +13,16 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
-from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, StoreUnavailable
+from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, Shredded, StoreUnavailable
 from memlog.metrics import Metrics
 from projections.position import Position
+from projections.sealing import sealed_key_id
 from projections.stores import Checkpoints
-from schemas.codec import Codec
+from schemas.codec import Codec, Decoded
 from schemas.events import Event, from_record, now_ms
+from streams.sealer import Sealer
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class Projector(Generic[E]):
         checkpoints: where poison records still advance the applied position.
         dead_letters: the dead-letter topic.
         counter: counts dead letters.
+        metrics: Prometheus series of the process.
+        sealer: opens sealed records; without one, a sealed record is poison.
     """
 
     def __init__(
@@ -93,6 +97,7 @@ class Projector(Generic[E]):
         dead_letters: DeadLetterSink,
         counter: DeadLetterCounter,
         metrics: Metrics | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.name = name
         self.topic = topic
@@ -104,15 +109,33 @@ class Projector(Generic[E]):
         self._dead_letters = dead_letters
         self._counter = counter
         self._metrics = metrics
+        self._sealer = sealer
+        self.shredded = 0  # records skipped because their subject was erased
 
     async def handle(self, records: Sequence[Record]) -> None:
-        """Apply a batch in log order; poison records are dead-lettered where they stand."""
-        run: list[tuple[E, Position]] = []
+        """Apply a batch in log order; poison records are dead-lettered where they stand.
+
+        Sealed records are opened first, with one key-vault round trip per batch. A record whose
+        subject was erased (its data key is gone) is skipped: it is not poison, it is shredded.
+        """
+        decoded: list[Decoded | Exception] = []
         for record in records:
+            try:
+                decoded.append(self._codec.decode(record.value))
+            except DecodeError as exc:
+                decoded.append(exc)
+        opened = await self._open(decoded)
+        run: list[tuple[E, Position]] = []
+        shredded: list[tuple[Event, Position]] = []
+        for record, item in zip(records, opened, strict=True):
             position = Position(self.topic, record.partition, record.offset)
             try:
-                decoded = self._codec.decode(record.value)
-                event = from_record(decoded.full_name, decoded.record)
+                if isinstance(item, Shredded):
+                    shredded.append((cast(Event, None), position))
+                    continue
+                if isinstance(item, Exception):
+                    raise item
+                event = from_record(item[0], item[1])
                 if not isinstance(event, self._accepts):
                     raise InvalidEvent("event_type", f"{event.TYPE} does not belong on {self.source_topic}")
                 run.append((cast(E, event), position))
@@ -121,6 +144,39 @@ class Projector(Generic[E]):
                 run = []
                 await self._retrying(partial(self._dead_letter, position, record, exc))
         await self._apply(run)
+        if shredded:
+            await self._retrying(partial(advance_past, self._checkpoints, shredded))
+            self.shredded += len(shredded)
+            if self._metrics is not None:
+                self._metrics.shredded.labels(self.name).inc(len(shredded))
+
+    async def _open(
+        self, decoded: list[Decoded | Exception]
+    ) -> list[tuple[str, dict[str, Any]] | Shredded | Exception]:
+        sealed = [(d.full_name, d.record) for d in decoded if isinstance(d, Decoded) and sealed_key_id(d.record)]
+        results: list[dict[str, Any] | Shredded | DecodeError] = []
+        if sealed:
+            if self._sealer is None:
+                results = [DecodeError("a sealed event, and this projection has no key vault") for _ in sealed]
+            else:
+                sealer = self._sealer
+
+                async def open_all() -> None:
+                    results.clear()
+                    results.extend(await sealer.open_many(sealed))
+
+                await self._retrying(open_all)
+        opened = iter(results)
+        out: list[tuple[str, dict[str, Any]] | Shredded | Exception] = []
+        for item in decoded:
+            if isinstance(item, Exception):
+                out.append(item)
+            elif sealed_key_id(item.record):
+                result = next(opened)
+                out.append(result if isinstance(result, Exception) else (item.full_name, result))
+            else:
+                out.append((item.full_name, item.record))
+        return out
 
     async def _apply(self, run: list[tuple[E, Position]]) -> None:
         if not run:

@@ -1,18 +1,27 @@
-"""`memlog worker`: the Faust worker that runs every projection agent."""
+"""`memlog worker`: the Faust worker that runs every projection agent.
+
+The projections themselves are built by `build_projections`, which `memlog replay` shares: a
+replay runs the very same projectors, fed in large batches by a plain consumer.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import faust
 import redis.asyncio as aioredis
+from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog.embeddings import make_embedder
 from memlog.metrics import Metrics
-from memlog.services import make_codec
+from memlog.privacy import SubjectData
+from memlog.services import NamespacePointer, make_codec
 from memlog.settings import Settings
 from projections.mongo_store import (
     MongoArchiveStore,
@@ -21,22 +30,27 @@ from projections.mongo_store import (
     MongoTraceStore,
     mongo_client,
 )
+from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
 from projections.redis_store import RedisCounters, RedisSessionStore
-from projections.stores import Checkpoints
 from projections.tokens import TokenCounter, load_encoding
-from schemas.events import FACT_EVENTS, THREAD_EVENTS, TRACE_EVENTS, FactEvent, RunTraced, ThreadEvent
+from schemas.codec import Codec
+from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVENTS
 from streams.agents.archive import ArchiveStep
 from streams.agents.facts import FactActivityStep, FactStep
+from streams.agents.privacy import PrivacyStep
 from streams.agents.sessions import SessionStep
 from streams.agents.traces import TraceStep
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
 from streams.producer import EventProducer
-from streams.projector import Projector, Record, Step
+from streams.projector import DeadLetterSink, Projector, Record
+from streams.sealer import Sealer
 from streams.summarizers import make_summarizer
 from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
+
+PROJECTIONS = ("sessions", "archives", "facts", "traces")
 
 
 class FaustDeadLetters:
@@ -48,6 +62,76 @@ class FaustDeadLetters:
     async def send(self, key: bytes | None, value: bytes) -> None:
         pending = await self._topic.send(key=key, value=value)
         await pending
+
+
+@dataclass
+class Built:
+    """The projectors of one namespace, each with the short name of the topic it reads."""
+
+    projectors: list[tuple[str, Projector[Any]]]
+    sessions: RedisSessionStore
+    prepare: Callable[[], Awaitable[None]]
+
+
+def build_projections(
+    settings: Settings,
+    *,
+    codec: Codec,
+    sealer: Sealer,
+    redis: aioredis.Redis,
+    database: AsyncDatabase[dict[str, Any]],
+    dead_letters: DeadLetterSink,
+    metrics: Metrics,
+    which: tuple[str, ...] = PROJECTIONS,
+    request_fold: Callable[[Any], None] | None = None,
+) -> Built:
+    """The projectors for `which` (sessions, archives, facts, traces), writing into `settings.namespace`."""
+    counters = RedisCounters(redis, settings.redis_prefix)
+    sessions = RedisSessionStore(redis, settings.redis_prefix)
+    archive = MongoArchiveStore(database)
+    facts = MongoFactStore(database)
+    traces = MongoTraceStore(database)
+    out: list[tuple[str, Projector[Any]]] = []
+
+    def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Any) -> None:
+        projector: Projector[Any] = Projector(
+            name=name,
+            topic=topic,
+            source_topic=settings.topic(topic),
+            codec=codec,
+            accepts=accepts,
+            step=step,
+            checkpoints=checkpoints,
+            dead_letters=dead_letters,
+            counter=counters,
+            metrics=metrics,
+            sealer=sealer,
+        )
+        out.append((topic, projector))
+
+    if "facts" in which:
+        fact_policy = settings.fact_policy()
+        add("facts", "facts", FACT_EVENTS, FactStep(facts, fact_policy, make_embedder(settings)), facts)
+        activity = MongoCheckpoints(database, "facts-activity")
+        add("facts-activity", "threads", THREAD_EVENTS, FactActivityStep(facts, activity, fact_policy), activity)
+    if "traces" in which:
+        add("traces", "traces", TRACE_EVENTS, TraceStep(traces, settings.redactor(), settings.trace_days), traces)
+    if "sessions" in which:
+        count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
+        step = SessionStep(
+            sessions, policy=settings.thread_policy(), count_tokens=count_tokens, request_fold=request_fold
+        )
+        add("sessions", "threads", THREAD_EVENTS, step, sessions)
+    if "archives" in which:
+        archive_checkpoints = MongoCheckpoints(database, "archive")
+        add("archive", "threads", THREAD_EVENTS, ArchiveStep(archive, archive_checkpoints), archive_checkpoints)
+
+    async def prepare() -> None:
+        await archive.prepare()
+        await facts.prepare()
+        await traces.prepare()
+
+    return Built(out, sessions, prepare)
 
 
 def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: Settings) -> None:
@@ -62,105 +146,92 @@ def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: S
     app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
 
 
-def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[None]]]:
+def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faust.App, Callable[[], Awaitable[None]]]:
     """The app with its agents, and what to prepare before it starts (indexes).
 
-    Clients connect lazily, inside the worker's event loop.
+    `settings.namespace` is where it writes; `base` holds the configured settings (the API's
+    idempotency claims and the namespace pointer are keyed by them). Clients connect lazily,
+    inside the worker's event loop.
     """
+    base = base or settings
     app = create_app(settings)
     codec = make_codec(settings)
     metrics = Metrics()
     redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
-    database = mongo_client(settings.mongo)[settings.mongo_db_name]
-    counters = RedisCounters(redis, settings.redis_prefix)
-    threads = app.topic(
-        settings.threads_topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-    )
-    dead_letters = FaustDeadLetters(
-        app.topic(
-            settings.deadletter_topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-        )
-    )
+    mongo = mongo_client(settings.mongo)
+    database = mongo[settings.mongo_db_name]
+    privacy = mongo[settings.privacy_database]
+    vault = MongoKeyVault(privacy, settings.master_key_bytes())
+    sealer = Sealer(vault, settings.key_cache_seconds)
+    ledger = MongoLedger(privacy)
+    exports = MongoExports(privacy)
+    pointer = NamespacePointer(privacy, base.app_id)
+
+    def raw_topic(name: str) -> Any:
+        return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+
+    dead_letters = FaustDeadLetters(raw_topic(settings.deadletter_topic))
+    producer = EventProducer(settings, codec, sealer=sealer, idempotence=settings.idempotent_producer)
     sessions = RedisSessionStore(redis, settings.redis_prefix)
-    archive = MongoArchiveStore(database)
-    archive_checkpoints = MongoCheckpoints(database, "archive")
-    count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
-
-    def projector(name: str, step: Step[ThreadEvent], checkpoints: Checkpoints) -> Projector[ThreadEvent]:
-        return Projector(
-            name=name,
-            topic="threads",
-            source_topic=settings.threads_topic,
-            codec=codec,
-            accepts=THREAD_EVENTS,
-            step=step,
-            checkpoints=checkpoints,
-            dead_letters=dead_letters,
-            counter=counters,
-            metrics=metrics,
-        )
-
-    facts_topic = app.topic(
-        settings.topic("facts"), key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-    )
-    facts = MongoFactStore(database)
-    fact_policy = settings.fact_policy()
-    facts_projector: Projector[FactEvent] = Projector(
-        name="facts",
-        topic="facts",
-        source_topic=settings.topic("facts"),
-        codec=codec,
-        accepts=FACT_EVENTS,
-        step=FactStep(facts, fact_policy, make_embedder(settings)),
-        checkpoints=facts,
-        dead_letters=dead_letters,
-        counter=counters,
-        metrics=metrics,
-    )
-    subscribe(app, facts_topic, facts_projector, settings)
-    traces_topic = app.topic(
-        settings.topic("traces"), key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-    )
-    traces = MongoTraceStore(database)
-    traces_projector: Projector[RunTraced] = Projector(
-        name="traces",
-        topic="traces",
-        source_topic=settings.topic("traces"),
-        codec=codec,
-        accepts=TRACE_EVENTS,
-        step=TraceStep(traces, settings.redactor(), settings.trace_days),
-        checkpoints=traces,
-        dead_letters=dead_letters,
-        counter=counters,
-        metrics=metrics,
-    )
-    subscribe(app, traces_topic, traces_projector, settings)
-    activity_checkpoints = MongoCheckpoints(database, "facts-activity")
-    activity = FactActivityStep(facts, activity_checkpoints, fact_policy)
-    subscribe(app, threads, projector("facts-activity", activity, activity_checkpoints), settings)
-
-    producer = EventProducer(settings, codec, idempotence=settings.idempotent_producer)
     folds = FoldScheduler(
         FoldService(
             sessions, producer, make_summarizer(settings), settings.thread_policy(), settings.producer_name, metrics
         ),
         settings.fold_retry_seconds,
     )
-    step = SessionStep(
-        sessions,
-        policy=settings.thread_policy(),
-        count_tokens=count_tokens,
+    built = build_projections(
+        settings,
+        codec=codec,
+        sealer=sealer,
+        redis=redis,
+        database=database,
+        dead_letters=dead_letters,
+        metrics=metrics,
         request_fold=folds.request if settings.fold_agent else None,
     )
-    subscribe(app, threads, projector("sessions", step, sessions), settings)
-    subscribe(
-        app, threads, projector("archive", ArchiveStep(archive, archive_checkpoints), archive_checkpoints), settings
+    topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
+    for short, projector in built.projectors:
+        subscribe(app, topics[short], projector, settings)
+    data = SubjectData(
+        sessions=sessions,
+        facts=MongoFactStore(database),
+        traces=MongoTraceStore(database),
+        archive=MongoArchiveStore(database),
+        exports=exports,
+        vault=vault,
+        ledger=ledger,
+        sealer=sealer,
+        idempotency_prefix=base.redis_prefix,
     )
+    privacy_checkpoints = MongoCheckpoints(database, "privacy")
+    privacy_projector: Projector[Any] = Projector(
+        name="privacy",
+        topic="privacy",
+        source_topic=settings.topic("privacy"),
+        codec=codec,
+        accepts=PRIVACY_EVENTS,
+        step=PrivacyStep(data, privacy_checkpoints, metrics),
+        checkpoints=privacy_checkpoints,
+        dead_letters=dead_letters,
+        counter=RedisCounters(redis, settings.redis_prefix),
+        metrics=metrics,
+        sealer=sealer,
+    )
+    subscribe(app, topics["privacy"], privacy_projector, settings)
+
+    @app.timer(interval=2.0)  # type: ignore[untyped-decorator]
+    async def follow_pointer() -> None:
+        """A replay that finished moved the pointer: start again in the new namespace (same pid)."""
+        active = await pointer.active() or base.namespace
+        if active != settings.namespace:
+            log.warning("namespace switched from %s to %s: restarting in it", settings.namespace, active)
+            os.execv(sys.executable, sys.orig_argv)
 
     async def prepare() -> None:
-        await archive.prepare()
-        await facts.prepare()
-        await traces.prepare()
+        await built.prepare()
+        await vault.prepare()
+        await ledger.prepare()
+        await exports.prepare()
         await producer.start()
         if settings.worker_metrics_port is not None:
             metrics.serve(settings.worker_metrics_port, settings.metrics_host)
@@ -169,11 +240,22 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
 
 
 def run_worker(settings: Settings) -> None:
-    """Create missing topics, then run the worker until SIGTERM or Ctrl-C."""
+    """Create missing topics, then run the worker in the active namespace until SIGTERM or Ctrl-C."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))
-    app, prepare = build_worker(settings)
+    namespace = loop.run_until_complete(active_namespace(settings))
+    scoped = settings.model_copy(update={"namespace": namespace})
+    log.info("worker writes into namespace %s (consumer group %s)", namespace, scoped.group_id)
+    app, prepare = build_worker(scoped, settings)
     loop.run_until_complete(prepare())
     worker = faust.Worker(app, loop=loop, loglevel="INFO", quiet=True)
     worker.execute_from_commandline()
+
+
+async def active_namespace(settings: Settings) -> str:
+    mongo = mongo_client(settings.mongo)
+    try:
+        return await NamespacePointer(mongo[settings.privacy_database], settings.app_id).active() or settings.namespace
+    finally:
+        await mongo.close()

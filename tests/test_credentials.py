@@ -15,8 +15,15 @@ from tests.processes import MemlogProcess, free_port, start_api
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 PUBLIC = {("get", "/healthz"), ("get", "/readyz"), ("get", "/v1/tools")}
-OPERATOR = {("get", "/v1/tenants/{tenant}/runs"), ("get", "/v1/tenants/{tenant}/runs/{run_id}")}
-PATH_VALUES = {"subject": "s", "agent": "a", "fact_id": "f", "run_id": "r", "exchange_id": "x", "name": "recall"}
+OPERATOR = {
+    ("get", "/v1/tenants/{tenant}/runs"),
+    ("get", "/v1/tenants/{tenant}/runs/{run_id}"),
+    ("post", "/v1/tenants/{tenant}/subjects/{subject}/erase"),
+    ("post", "/v1/tenants/{tenant}/subjects/{subject}/export"),
+    ("get", "/v1/tenants/{tenant}/exports/{request_id}"),
+    ("get", "/v1/tenants/{tenant}/ledger"),
+}
+PATH_VALUES = {"request_id": "q", "subject": "s", "agent": "a", "fact_id": "f", "run_id": "r", "exchange_id": "x", "name": "recall"}
 
 
 def body_for(path: str, tenant: str) -> dict[str, Any] | None:
@@ -46,6 +53,7 @@ def api(stack: Settings) -> Iterator[Settings]:
         api_port=free_port(),
         backend_tokens={"tok-a": "tenant-a", "tok-b": "tenant-b"},
         operator_tokens=["tok-op"],
+        read_wait_seconds=1.0,  # no worker runs here: erase and export answer "not done yet" after the wait
     )
     process: MemlogProcess = start_api(settings, LOGS)
     yield settings

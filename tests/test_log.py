@@ -65,7 +65,12 @@ async def test_an_exchange_is_one_batch_in_order_on_its_subjects_partition(servi
     types = [services.codec.decode(v).full_name for *_, v in records[:4]]
     assert types == ["memlog.QuestionAsked", "memlog.ToolCalled", "memlog.ToolCalled", "memlog.AnswerGiven"]
     first = services.codec.decode(records[0][3])
-    assert from_record(first.full_name, first.record).exchange_id == recorded.exchange_id
+    # personal fields travel sealed with the subject's data key; the routing envelope stays clear
+    assert first.record["question"] == "" and first.record["envelope"]["subject"] == "ann"
+    assert b"second" not in b"".join(v for *_, v in records)
+    [opened] = await services.sealer.open_many([(first.full_name, first.record)])
+    assert isinstance(opened, dict) and opened["question"] == "q"
+    assert from_record(first.full_name, opened).exchange_id == recorded.exchange_id
 
 
 async def test_events_of_any_one_subject_always_share_a_partition(services: Services) -> None:

@@ -171,7 +171,7 @@ async def test_erasing_a_subject_deletes_the_traces_of_their_runs(
     last = await trace(http, big_run("keep-1", target_bytes=300, subject="stays"))
     await http.get("/v1/tenants/castle/runs", params={"after": last["position"]})
     async with open_services(live[0]) as services:
-        assert await services.traces.delete_subject("castle", "gone") == 1
+        assert await services.traces.erase_subject("castle", "gone") == 1
         assert await services.traces.get("castle", "erase-1", now_ms()) is None
         assert await services.traces.get("castle", "keep-1", now_ms()) is not None
 

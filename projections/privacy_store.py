@@ -1,0 +1,185 @@
+"""The key vault, the erasure ledger and export bundles, in MongoDB.
+
+They live in a database of their own (`MEMLOG_PRIVACY_DATABASE`), outside every projection
+namespace: a replay into a fresh namespace must find the same keys gone and the same ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import uuid
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from memlog.errors import StoreUnavailable, SubjectErasing
+from projections.mongo_store import mongo_errors
+from projections.sealing import new_data_key, unwrap_key, wrap_key
+
+ACTIVE = "active"
+ERASING = "erasing"
+
+
+def subject_ref(tenant: str, subject: str) -> str:
+    # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
+    return f"{len(tenant)}:{tenant}:{subject}"
+
+
+class MongoKeyVault:
+    """One data key per (tenant, subject), wrapped by the master key; deleting it shreds the subject's events.
+
+    Args:
+        database: the privacy database.
+        master: the 32-byte master key from the settings.
+    """
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], master: bytes) -> None:
+        self._keys = database["keys"]
+        self._master = master
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._keys.create_index("key_id", unique=True, name="by_key_id")
+
+    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
+        """The subject's current data key, made on first use. Refused while the subject is being erased."""
+        ref = subject_ref(tenant, subject)
+        with mongo_errors():
+            doc = await self._keys.find_one({"_id": ref})
+            if doc is None:
+                key_id = uuid.uuid4().hex
+                data_key = new_data_key()
+                nonce, wrapped = wrap_key(self._master, f"{ref}\x1f{key_id}", data_key)
+                try:
+                    await self._keys.insert_one(
+                        {
+                            "_id": ref,
+                            "tenant": tenant,
+                            "subject": subject,
+                            "key_id": key_id,
+                            "nonce": nonce,
+                            "wrapped": wrapped,
+                            "state": ACTIVE,
+                            "created_at": dt.datetime.now(dt.UTC),
+                        }
+                    )
+                    return key_id, data_key
+                except DuplicateKeyError:
+                    doc = await self._keys.find_one({"_id": ref})  # another writer made it first
+            if doc is None:
+                raise StoreUnavailable(f"key vault: the key of {ref} vanished while it was being made")
+        if doc["state"] != ACTIVE:
+            raise SubjectErasing(tenant, subject)
+        return str(doc["key_id"]), self._unwrap(doc)
+
+    def _unwrap(self, doc: dict[str, Any]) -> bytes:
+        return unwrap_key(self._master, f"{doc['_id']}\x1f{doc['key_id']}", bytes(doc["nonce"]), bytes(doc["wrapped"]))
+
+    async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
+        """The active keys among these ids; an id left out belongs to an erased (or erasing) subject."""
+        if not key_ids:
+            return {}
+        with mongo_errors():
+            docs = await self._keys.find({"key_id": {"$in": key_ids}, "state": ACTIVE}).to_list()
+        return {str(doc["key_id"]): self._unwrap(doc) for doc in docs}
+
+    async def begin_erasure(self, tenant: str, subject: str) -> None:
+        """Stop the key being used, for writing or reading, while the subject's data is deleted."""
+        with mongo_errors():
+            await self._keys.update_one({"_id": subject_ref(tenant, subject)}, {"$set": {"state": ERASING}})
+
+    async def delete(self, tenant: str, subject: str) -> int:
+        with mongo_errors():
+            result = await self._keys.delete_one({"_id": subject_ref(tenant, subject)})
+        return int(result.deleted_count)
+
+    async def has_key(self, tenant: str, subject: str) -> bool:
+        with mongo_errors():
+            return await self._keys.find_one({"_id": subject_ref(tenant, subject)}) is not None
+
+
+class MongoLedger:
+    """What operators asked for and what was done: erasures with their counts (never content), exports, replays."""
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+        self._ledger = database["ledger"]
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._ledger.create_index(
+                [("tenant", ASCENDING), ("subject", ASCENDING), ("at", DESCENDING)], name="by_subject"
+            )
+
+    async def record(self, kind: str, **fields: Any) -> str:
+        entry_id = str(fields.pop("entry_id", None) or uuid.uuid4())
+        doc = {"_id": entry_id, "kind": kind, "at": dt.datetime.now(dt.UTC), **fields}
+        with mongo_errors(), contextlib.suppress(DuplicateKeyError):  # recorded already: a redelivered event
+            await self._ledger.insert_one(doc)
+        return entry_id
+
+    async def get(self, entry_id: str) -> dict[str, Any] | None:
+        with mongo_errors():
+            return await self._ledger.find_one({"_id": entry_id})
+
+    async def entries(
+        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        query: dict[str, Any] = {}
+        if tenant is not None:
+            query["tenant"] = tenant
+        if subject is not None:
+            query["subject"] = subject
+        if kind is not None:
+            query["kind"] = kind
+        with mongo_errors():
+            return await self._ledger.find(query).sort("at", DESCENDING).limit(limit).to_list()
+
+    async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
+        """The latest completed erasure of a subject, if any."""
+        with mongo_errors():
+            found = (
+                await self._ledger.find({"tenant": tenant, "subject": subject, "kind": "erased"})
+                .sort("at", DESCENDING)
+                .limit(1)
+                .to_list()
+            )
+        return found[0] if found else None
+
+
+class MongoExports:
+    """Export bundles by request id, kept a day (TTL index), and deleted with the subject."""
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], keep_seconds: int = 86_400) -> None:
+        self._exports = database["exports"]
+        self._keep = keep_seconds
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._exports.create_index("expires", expireAfterSeconds=0, name="kept_until")
+
+    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
+        now = dt.datetime.now(dt.UTC)
+        with mongo_errors():
+            await self._exports.replace_one(
+                {"_id": request_id},
+                {
+                    "tenant": tenant,
+                    "subject": subject,
+                    "bundle": bundle,
+                    "created_at": now,
+                    "expires": now + dt.timedelta(seconds=self._keep),
+                },
+                upsert=True,
+            )
+
+    async def get(self, request_id: str) -> dict[str, Any] | None:
+        with mongo_errors():
+            return await self._exports.find_one({"_id": request_id})
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        with mongo_errors():
+            result = await self._exports.delete_many({"tenant": tenant, "subject": subject})
+        return int(result.deleted_count)
