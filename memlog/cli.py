@@ -45,6 +45,24 @@ def _parser() -> argparse.ArgumentParser:
     reset.add_argument("tenant")
     reset.add_argument("subject")
     reset.add_argument("--reason", default="memlog reset")
+    erase = commands.add_parser("erase", help="erase everything memlog holds about a subject (operator)")
+    erase.add_argument("tenant")
+    erase.add_argument("subject")
+    erase.add_argument("--reason", default=None, help="kept in the log; no personal data here")
+    export = commands.add_parser("export", help="one JSON bundle of everything memlog holds about a subject")
+    export.add_argument("tenant")
+    export.add_argument("subject")
+    export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    replay = commands.add_parser("replay", help="rebuild projections from the topics into a fresh namespace")
+    replay.add_argument("--projection", choices=["sessions", "facts", "traces", "archives", "all"], default="all")
+    replay.add_argument("--from", dest="since", default=None, help="ISO time to start from (default: the beginning)")
+    replay.add_argument("--no-switch", action="store_true", help="build it, but keep reads where they are")
+    verify = commands.add_parser("verify", help="compare two namespaces and list every difference")
+    verify.add_argument("left", nargs="?", default=None, help="default: the namespace reads use now")
+    verify.add_argument("right", nargs="?", default=None, help="default: the one reads used before the last replay")
+    ledger = commands.add_parser("ledger", help="operator requests and what they did")
+    ledger.add_argument("tenant", nargs="?", default=None)
+    ledger.add_argument("subject", nargs="?", default=None)
     return parser
 
 
@@ -86,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             position = asyncio.run(_reset(settings, args.tenant, args.subject, args.reason))
             print(f"new session for {args.subject} in {args.tenant}: {position}")
             return 0
+        if args.command in ("erase", "export", "replay", "verify", "ledger"):
+            from memlog.operator import run_operator_command
+
+            return asyncio.run(run_operator_command(settings, args))
         return _up(settings)
     except MemlogError as exc:
         print(f"memlog: {exc}", file=sys.stderr)

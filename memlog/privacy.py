@@ -34,10 +34,9 @@ class SubjectData:
 
 
 async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, requested_by: str) -> dict[str, Any]:
-    """Erase a subject; idempotent (a request already completed is not run again). Returns the ledger entry."""
-    done = await data.ledger.get(request_id)
-    if done is not None:
-        return done
+    """Erase a subject. Every step is idempotent, so a redelivered request (or one applied again to a
+    namespace rebuilt meanwhile) repeats the deletes, and the ledger keeps its first entry.
+    Returns the ledger entry."""
     await data.vault.begin_erasure(tenant, subject)
     data.sealer.forget()
     deleted: dict[str, int] = {}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
+import hmac
 import uuid
 from typing import Any
 
@@ -102,19 +104,29 @@ class MongoKeyVault:
 
 
 class MongoLedger:
-    """What operators asked for and what was done: erasures with their counts (never content), exports, replays."""
+    """What operators asked for and what was done: erasures with their counts (never content), exports, replays.
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+    Subjects are named by a keyed digest (HMAC of tenant and subject under the master key), so the
+    ledger itself holds nothing that identifies an erased person, yet answers "was this one erased?".
+    """
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], master: bytes) -> None:
         self._ledger = database["ledger"]
+        self._master = master
+
+    def digest(self, tenant: str, subject: str) -> str:
+        return hmac.new(self._master, subject_ref(tenant, subject).encode(), hashlib.sha256).hexdigest()[:32]
 
     async def prepare(self) -> None:
         with mongo_errors():
             await self._ledger.create_index(
-                [("tenant", ASCENDING), ("subject", ASCENDING), ("at", DESCENDING)], name="by_subject"
+                [("tenant", ASCENDING), ("subject_digest", ASCENDING), ("at", DESCENDING)], name="by_subject"
             )
 
-    async def record(self, kind: str, **fields: Any) -> str:
+    async def record(self, kind: str, *, subject: str | None = None, **fields: Any) -> str:
         entry_id = str(fields.pop("entry_id", None) or uuid.uuid4())
+        if subject is not None:
+            fields["subject_digest"] = self.digest(fields["tenant"], subject)
         doc = {"_id": entry_id, "kind": kind, "at": dt.datetime.now(dt.UTC), **fields}
         with mongo_errors(), contextlib.suppress(DuplicateKeyError):  # recorded already: a redelivered event
             await self._ledger.insert_one(doc)
@@ -131,7 +143,9 @@ class MongoLedger:
         if tenant is not None:
             query["tenant"] = tenant
         if subject is not None:
-            query["subject"] = subject
+            if tenant is None:
+                raise ValueError("a subject is only known within its tenant")
+            query["subject_digest"] = self.digest(tenant, subject)
         if kind is not None:
             query["kind"] = kind
         with mongo_errors():
@@ -141,7 +155,9 @@ class MongoLedger:
         """The latest completed erasure of a subject, if any."""
         with mongo_errors():
             found = (
-                await self._ledger.find({"tenant": tenant, "subject": subject, "kind": "erased"})
+                await self._ledger.find(
+                    {"tenant": tenant, "subject_digest": self.digest(tenant, subject), "kind": "erased"}
+                )
                 .sort("at", DESCENDING)
                 .limit(1)
                 .to_list()

@@ -111,6 +111,7 @@ class Projector(Generic[E]):
         self._metrics = metrics
         self._sealer = sealer
         self.shredded = 0  # records skipped because their subject was erased
+        self.shredded_by: dict[tuple[str, str], int] = {}  # ... per (tenant, subject)
 
     async def handle(self, records: Sequence[Record]) -> None:
         """Apply a batch in log order; poison records are dead-lettered where they stand.
@@ -127,11 +128,14 @@ class Projector(Generic[E]):
         opened = await self._open(decoded)
         run: list[tuple[E, Position]] = []
         shredded: list[tuple[Event, Position]] = []
-        for record, item in zip(records, opened, strict=True):
+        for index, (record, item) in enumerate(zip(records, opened, strict=True)):
             position = Position(self.topic, record.partition, record.offset)
             try:
                 if isinstance(item, Shredded):
                     shredded.append((cast(Event, None), position))
+                    env = cast(Decoded, decoded[index]).record["envelope"]
+                    who = (str(env["tenant"]), str(env["subject"]))
+                    self.shredded_by[who] = self.shredded_by.get(who, 0) + 1
                     continue
                 if isinstance(item, Exception):
                     raise item

@@ -161,9 +161,10 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     mongo = mongo_client(settings.mongo)
     database = mongo[settings.mongo_db_name]
     privacy = mongo[settings.privacy_database]
-    vault = MongoKeyVault(privacy, settings.master_key_bytes())
+    master = settings.master_key_bytes()
+    vault = MongoKeyVault(privacy, master)
     sealer = Sealer(vault, settings.key_cache_seconds)
-    ledger = MongoLedger(privacy)
+    ledger = MongoLedger(privacy, master)
     exports = MongoExports(privacy)
     pointer = NamespacePointer(privacy, base.app_id)
 

@@ -23,7 +23,15 @@ OPERATOR = {
     ("get", "/v1/tenants/{tenant}/exports/{request_id}"),
     ("get", "/v1/tenants/{tenant}/ledger"),
 }
-PATH_VALUES = {"request_id": "q", "subject": "s", "agent": "a", "fact_id": "f", "run_id": "r", "exchange_id": "x", "name": "recall"}
+PATH_VALUES = {
+    "request_id": "q",
+    "subject": "s",
+    "agent": "a",
+    "fact_id": "f",
+    "run_id": "r",
+    "exchange_id": "x",
+    "name": "recall",
+}
 
 
 def body_for(path: str, tenant: str) -> dict[str, Any] | None:

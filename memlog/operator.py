@@ -1,0 +1,124 @@
+"""The operator's commands: erase, export, replay, verify, ledger. Each request is logged in the ledger."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from memlog.errors import InvalidEvent, NotCaughtUp
+from memlog.services import Services, open_services
+from memlog.settings import Settings
+from projections.position import Position
+from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested
+
+CLI_OPERATOR = "cli"
+
+
+async def run_operator_command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.command == "replay":
+        return await _replay(settings, args)
+    if args.command == "verify":
+        return await _verify(settings, args)
+    async with open_services(settings, producer=args.command in ("erase", "export")) as services:
+        await services.follow_pointer()
+        if args.command == "ledger":
+            for entry in await services.ledger.entries(tenant=args.tenant, subject=args.subject):
+                at = entry.pop("at")
+                print(f"{at.isoformat()}  {entry.pop('kind'):16} {json.dumps(entry, default=str, sort_keys=True)}")
+            return 0
+        request_id = str(uuid.uuid4())
+        env = Envelope(tenant=args.tenant, subject=args.subject, thread=SESSION_THREAD, producer="memlog-cli")
+        if args.command == "erase":
+            await services.ledger.record(
+                "erase-requested",
+                tenant=args.tenant,
+                subject=args.subject,
+                request_id=request_id,
+                requested_by=CLI_OPERATOR,
+            )
+            position = await services.producer.produce([SubjectErased(env, request_id, CLI_OPERATOR, args.reason)])
+            await _wait_privacy(services, position)
+            done = await services.ledger.get(request_id)
+            deleted = done.get("deleted", {}) if done else {}
+            print(f"erased {args.subject} of {args.tenant} (request {request_id}): {json.dumps(deleted)}")
+            return 0
+        await services.ledger.record(
+            "export-requested",
+            tenant=args.tenant,
+            subject=args.subject,
+            request_id=request_id,
+            requested_by=CLI_OPERATOR,
+        )
+        position = await services.producer.produce([SubjectExportRequested(env, request_id, CLI_OPERATOR)])
+        await _wait_privacy(services, position)
+        stored = await services.exports.get(request_id)
+        if stored is None:
+            raise NotCaughtUp(f"export {request_id} was applied but its bundle is gone")
+        if args.output == "-":
+            sys.stdout.write(stored["bundle"] + "\n")
+        else:
+            Path(args.output).write_text(stored["bundle"] + "\n", encoding="utf-8")  # noqa: ASYNC240
+            print(f"wrote the bundle of {args.subject} to {args.output}", file=sys.stderr)
+        return 0
+
+
+async def _wait_privacy(services: Services, position: Position, limit: float = 120.0) -> None:
+    """The worker applies privacy requests; wait for it (bounded), reading the checkpoint of the live namespace."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while await services.current.privacy.applied(position.topic, position.partition) < position.offset:
+        if asyncio.get_running_loop().time() > deadline:
+            raise NotCaughtUp(f"no worker applied {position.token()} within {limit:.0f}s; is `memlog worker` running?")
+        await asyncio.sleep(0.1)
+
+
+def _since(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidEvent("--from", f"{text!r} is not an ISO time such as 2026-11-29T12:00:00+00:00") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+async def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from streams.replay import replay
+    from streams.worker import PROJECTIONS
+
+    which = PROJECTIONS if args.projection == "all" else (args.projection,)
+    report = await replay(settings, which, since_ms=_since(args.since), switch=not args.no_switch)
+    print(
+        f"replayed {report.events:,} events into {report.namespace} in {report.seconds:.1f}s "
+        f"({report.rate:,.0f} events/s); dead letters seen again: {report.dead_letters}"
+    )
+    for (tenant, subject), count in sorted(report.skipped.items()):
+        print(f"skipped {count} events of an erased subject in {tenant}: {report.reasons[(tenant, subject)]}")
+    print(f"reads now use {report.namespace}" if report.switched else f"reads still use {report.previous}")
+    return 0
+
+
+async def _verify(settings: Settings, args: argparse.Namespace) -> int:
+    from memlog.verify import MAX_SHOWN, verify
+
+    left, right = args.left, args.right
+    if left is None or right is None:
+        async with open_services(settings) as services:
+            doc: dict[str, Any] | None = await services.privacy["namespaces"].find_one({"_id": settings.app_id})
+        if doc is None:
+            raise InvalidEvent("namespaces", "no replay has switched namespaces yet; name the two to compare")
+        left, right = left or str(doc.get("previous")), right or str(doc["namespace"])
+    differences = await verify(settings, left, right)
+    for difference in differences[:MAX_SHOWN]:
+        print(difference)
+    if len(differences) > MAX_SHOWN:
+        print(f"... and {len(differences) - MAX_SHOWN} more")
+    print(f"{left} and {right}: " + ("identical" if not differences else f"{len(differences)} differences"))
+    return 0 if not differences else 1

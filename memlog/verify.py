@@ -1,0 +1,95 @@
+"""`memlog verify`: compare two namespaces of projections and name every difference.
+
+Redis keys are compared by value under each namespace's prefix (TTLs are not: they count down);
+MongoDB collections document by document, by `_id`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+from pymongo import AsyncMongoClient
+
+from memlog.settings import Settings
+from projections.mongo_store import mongo_client, mongo_errors
+from projections.redis_store import redis_errors
+
+COLLECTIONS = ("archive", "facts", "traces", "applied")
+MAX_SHOWN = 200
+
+
+@dataclass(frozen=True)
+class Difference:
+    where: str  # "redis" or "mongodb:<collection>"
+    key: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.where} {self.key}: {self.problem}"
+
+
+async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    with redis_errors():
+        async for raw in client.scan_iter(match=f"{prefix}:*", count=1000):
+            key = raw.decode()
+            if key.startswith(f"{prefix}:idem:"):
+                continue  # the API's idempotency claims: requests, not a projection of the log
+            kind = (await client.type(raw)).decode()
+            if kind == "hash":
+                value: Any = dict(sorted((await client.hgetall(raw)).items()))  # type: ignore[misc]
+            elif kind == "list":
+                value = await client.lrange(raw, 0, -1)  # type: ignore[misc]
+            elif kind == "string":
+                value = await client.get(raw)
+            else:
+                value = f"<{kind}>"
+            values[key[len(prefix) + 1 :]] = value
+    return values
+
+
+async def _mongo_docs(mongo: AsyncMongoClient[dict[str, Any]], database: str, collection: str) -> dict[str, Any]:
+    with mongo_errors():
+        docs = await mongo[database][collection].find({}).to_list()
+    # the privacy agent's offsets belong to the live worker: a replay rebuilds projections, not requests
+    return {str(doc["_id"]): doc for doc in docs if not str(doc["_id"]).startswith("privacy:")}
+
+
+def _compare(where: str, left: dict[str, Any], right: dict[str, Any], names: tuple[str, str]) -> list[Difference]:
+    out = []
+    for key in sorted(set(left) | set(right)):
+        if key not in right:
+            out.append(Difference(where, key, f"only in {names[0]}"))
+        elif key not in left:
+            out.append(Difference(where, key, f"only in {names[1]}"))
+        elif left[key] != right[key]:
+            out.append(Difference(where, key, "differs"))
+    return out
+
+
+async def verify(settings: Settings, left: str, right: str) -> list[Difference]:
+    """Every difference between namespaces `left` and `right` (empty: identical)."""
+    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=30)
+    mongo = mongo_client(settings.mongo)
+    try:
+        a = settings.model_copy(update={"namespace": left})
+        b = settings.model_copy(update={"namespace": right})
+        diffs = _compare(
+            "redis",
+            await _redis_values(redis, a.redis_prefix),
+            await _redis_values(redis, b.redis_prefix),
+            (left, right),
+        )
+        for collection in COLLECTIONS:
+            diffs += _compare(
+                f"mongodb:{collection}",
+                await _mongo_docs(mongo, a.mongo_db_name, collection),
+                await _mongo_docs(mongo, b.mongo_db_name, collection),
+                (left, right),
+            )
+        return diffs
+    finally:
+        await redis.aclose()
+        await mongo.close()

@@ -1,0 +1,262 @@
+"""Erasure, export and replay on the real broker, Redis and MongoDB-protocol server.
+
+Two subjects record exchanges (their sessions and the public thread), facts and traces; one is
+erased. Nothing of theirs may be left in Redis, MongoDB or a decrypted read of any topic, the other
+must be untouched, and a replay of every topic into a fresh namespace must not bring them back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from memlog.services import open_services
+from memlog.settings import Settings
+from projections.mongo_store import mongo_client
+from projections.sealing import SealError, open_sealed
+from schemas.events import now_ms
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+from tests.processes import free_port, settings_env, start_api, start_worker
+
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+TENANT = "castle"
+GONE, KEPT = "erin", "olaf"
+
+
+def marks(subject: str) -> list[str]:
+    return [f"{subject.upper()}-{part}-MARK" for part in ("QUESTION", "TOOL", "ANSWER", "PUBLIC", "FACT", "PROMPT")]
+
+
+async def record_everything(http: httpx.AsyncClient, subject: str) -> list[str]:
+    """An exchange with a tool call, a public question, a fact and a traced run; returns position tokens."""
+    q, tool, answer, public, fact, prompt = marks(subject)
+    tokens = []
+    exchange = {
+        "tenant": TENANT,
+        "subject": subject,
+        "question": f"where is my base? {q}",
+        "tool_calls": [{"name": "find_base", "arguments": {"who": tool}, "result": {"x": tool}}],
+        "answer": f"at 100 64 -20 {answer}",
+        "idempotency_key": f"{subject}-1",
+    }
+    for body in (exchange, {"tenant": TENANT, "subject": subject, "thread": "public", "question": public}):
+        response = await http.post("/v1/exchanges", json=body)
+        assert response.status_code == 202, response.text
+        tokens.append(response.json()["position"])
+    response = await http.post(f"/v1/tenants/{TENANT}/subjects/{subject}/facts", json={"text": f"likes {fact}"})
+    assert response.status_code == 202, response.text
+    tokens.append(response.json()["position"])
+    now = now_ms()
+    run = {
+        "tenant": TENANT,
+        "subject": subject,
+        "agent": "allay",
+        "run_id": f"run-{subject}",
+        "status": "ok",
+        "started_at": now - 1000,
+        "ended_at": now,
+        "steps": [
+            {
+                "model": "m",
+                "prompt": prompt,
+                "output": f"out {prompt}",
+                "input_tokens": 3,
+                "output_tokens": 2,
+                "started_at": now - 900,
+                "duration_ms": 50,
+            }
+        ],
+    }
+    response = await http.post("/v1/runs", json=run)
+    assert response.status_code == 202, response.text
+    tokens.append(response.json()["position"])
+    return tokens
+
+
+async def redis_dump(settings: Settings, prefix: str) -> str:
+    client = aioredis.Redis.from_url(settings.redis)
+    parts = []
+    try:
+        async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            kind = (await client.type(key)).decode()
+            value: Any = None
+            if kind == "hash":
+                value = await client.hgetall(key)  # type: ignore[misc]
+            elif kind == "list":
+                value = await client.lrange(key, 0, -1)  # type: ignore[misc]
+            elif kind == "string":
+                value = await client.get(key)
+            parts.append(f"{key!r} {value!r}")
+    finally:
+        await client.aclose()
+    return "\n".join(parts)
+
+
+async def mongo_dump(settings: Settings, databases: list[str]) -> str:
+    mongo = mongo_client(settings.mongo)
+    parts = []
+    try:
+        for name in databases:
+            for collection in await mongo[name].list_collection_names():
+                for doc in await mongo[name][collection].find({}).to_list():
+                    parts.append(f"{name}.{collection} {json.dumps(doc, default=str)}")
+    finally:
+        await mongo.close()
+    return "\n".join(parts)
+
+
+async def decrypted_topics(settings: Settings) -> tuple[str, int]:
+    """Every record of every subject topic, opened where its key still exists; and how many would not open."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    texts: list[str] = []
+    shredded = 0
+    async with open_services(settings) as services:
+        try:
+            tps = [TopicPartition(t, p) for t in settings.subject_topics for p in range(settings.partitions)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            done = {tp: ends[tp] == 0 for tp in tps}
+            while not all(done.values()):
+                for tp, records in (await consumer.getmany(timeout_ms=1000)).items():
+                    for record in records:
+                        decoded = services.codec.decode(record.value)
+                        envelope = decoded.record["envelope"]
+                        box = envelope.get("sealed")
+                        if box is None:
+                            texts.append(json.dumps(decoded.record, default=str))
+                        else:
+                            keys = await services.vault.keys_by_id([box["key_id"]])
+                            if box["key_id"] not in keys:
+                                shredded += 1
+                                texts.append(json.dumps({k: v for k, v in decoded.record.items()}, default=str))
+                                continue
+                            try:
+                                opened = open_sealed(decoded.full_name, decoded.record, keys[box["key_id"]])
+                            except SealError:
+                                shredded += 1
+                                continue
+                            texts.append(json.dumps(opened, default=str))
+                        if record.offset + 1 >= ends[tp]:
+                            done[tp] = True
+        finally:
+            await consumer.stop()
+    return "\n".join(texts), shredded
+
+
+def memlog_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memlog", *args],
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.timeout(900)
+async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack: Settings) -> None:
+    settings = unique_settings(stack, api_port=free_port())
+    settings = settings.model_copy(update={"privacy_database": f"memlogprivacy_{settings.namespace}"})
+    await ensure_topics(settings)
+    worker = start_worker(settings, LOGS)
+    api = start_api(settings, LOGS)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            tokens = await record_everything(http, GONE) + await record_everything(http, KEPT)
+            wait = {"after": ",".join(tokens), "wait": 30}
+            read = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context", params=wait)
+            assert read.status_code == 200, read.text
+            namespace_dbs = [settings.mongo_db_name, settings.privacy_database]
+            before = await redis_dump(settings, settings.app_id) + await mongo_dump(settings, namespace_dbs)
+            for mark in marks(GONE) + marks(KEPT):
+                assert mark in before, mark  # the check below can fail: everything was there
+
+            # erase one subject through the operator route
+            erased = await http.post(f"/v1/tenants/{TENANT}/subjects/{GONE}/erase", json={"reason": "request 1"})
+            assert erased.status_code == 200, erased.text
+            outcome = erased.json()
+            assert outcome["done"] is True
+            deleted = outcome["ledger"]["deleted"]
+            assert deleted["session_exchanges"] == 1 and deleted["shared_thread_lines"] == 1
+            assert deleted["facts"] == 1 and deleted["traces"] == 1 and deleted["data_keys"] == 1
+            assert deleted["archived_events"] >= 4 and deleted["idempotency_keys"] == 1
+
+            after = await redis_dump(settings, settings.app_id) + await mongo_dump(settings, namespace_dbs)
+            assert GONE not in after and GONE.upper() not in after  # not even the name, keys included
+            for mark in marks(KEPT):
+                assert mark in after, mark
+            topics, shredded = await decrypted_topics(settings)
+            assert shredded >= 6  # the subject's sealed events no longer open
+            for mark in marks(GONE):
+                assert mark not in topics, mark
+            for mark in marks(KEPT):
+                assert mark in topics, mark
+
+            # the other subject is untouched; the erased one starts over with an empty memory
+            kept = (await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")).json()
+            assert marks(KEPT)[0] in kept["rendered"] and marks(KEPT)[4] in json.dumps(kept)
+            again = await http.post(
+                "/v1/exchanges", json={"tenant": TENANT, "subject": GONE, "question": "hello again", "answer": "hi"}
+            )
+            fresh = await http.get(
+                f"/v1/tenants/{TENANT}/subjects/{GONE}/context", params={"after": again.json()["position"], "wait": 30}
+            )
+            assert "hello again" in fresh.json()["rendered"] and marks(GONE)[0] not in fresh.text
+            assert (await http.post(f"/v1/tenants/{TENANT}/subjects/{GONE}/erase")).json()["done"] is True
+            again = await http.post(
+                "/v1/exchanges", json={"tenant": TENANT, "subject": GONE, "question": "third start", "answer": "ok"}
+            )
+            await http.get(
+                f"/v1/tenants/{TENANT}/subjects/{GONE}/context", params={"after": again.json()["position"], "wait": 30}
+            )
+
+            # export: one bundle with everything about the kept subject
+            bundle = await http.post(f"/v1/tenants/{TENANT}/subjects/{KEPT}/export")
+            assert bundle.status_code == 200, bundle.text
+            content = bundle.json()
+            assert content["subject"] == KEPT and len(content["facts"]) == 1 and len(content["traces"]) == 1
+            assert len(content["shared_thread_lines"]) == 1 and len(content["session"]["exchanges"]) == 1
+            for mark in marks(KEPT):
+                assert mark in bundle.text, mark
+            ledger = (await http.get(f"/v1/tenants/{TENANT}/ledger")).json()
+            kinds = [entry["kind"] for entry in ledger]
+            assert kinds.count("erased") == 2 and "exported" in kinds and "erase-requested" in kinds
+            assert GONE not in json.dumps(ledger)
+
+            # replay every topic into a fresh namespace: the erased subject's old data stays gone
+            previous = settings.namespace
+            replayed = memlog_cli(settings, "replay", "--projection", "all")
+            assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+            assert "skipped" in replayed.stdout and "erased" in replayed.stdout, replayed.stdout
+            rebuilt = replayed.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
+            assert rebuilt.startswith(f"{previous}-r")
+            scoped = settings.model_copy(update={"namespace": rebuilt})
+            dump = await redis_dump(scoped, scoped.redis_prefix) + await mongo_dump(scoped, [scoped.mongo_db_name])
+            for mark in marks(GONE):
+                assert mark not in dump, mark
+            assert "third start" in dump and marks(KEPT)[0] in dump
+            verified = memlog_cli(settings, "verify", previous, rebuilt)
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+            assert verified.stdout.strip().endswith("identical")
+
+            # reads follow the switch, and keep working
+            for _ in range(100):
+                kept = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")
+                if kept.status_code == 200 and marks(KEPT)[0] in kept.json()["rendered"]:
+                    break
+            assert marks(KEPT)[0] in kept.json()["rendered"]
+    finally:
+        api.stop()
+        worker.stop()
