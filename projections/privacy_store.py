@@ -120,7 +120,7 @@ class MongoLedger:
     async def prepare(self) -> None:
         with mongo_errors():
             await self._ledger.create_index(
-                [("tenant", ASCENDING), ("subject_digest", ASCENDING), ("at", DESCENDING)], name="by_subject"
+                [("tenant", ASCENDING), ("subject_digest", ASCENDING), ("at", DESCENDING)], name="by_subject_digest"
             )
 
     async def record(self, kind: str, *, subject: str | None = None, **fields: Any) -> str:

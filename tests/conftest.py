@@ -45,6 +45,7 @@ def unique_settings(stack: Settings, **overrides: Any) -> Settings:
         "app_id": f"memlog-test-{tag}",
         "namespace": f"t{tag}",
         "mongo_database": "memlogtest",
+        "privacy_database": "memlogtest_privacy",
         "partitions": 6,
         "read_wait_seconds": 30.0,  # a shared CI machine may be slow; the wait is a bound, not a timing check
     }

@@ -1,0 +1,155 @@
+"""Benchmark: `memlog replay` against raw aiokafka consumption of the same topics, in one run.
+
+Writes EVENTS mixed events (exchanges on the threads topic, fact changes, traced runs), sealed
+per subject as the API seals them, then measures:
+- raw aiokafka consumption of the threads, facts and traces topics from the start (the floor);
+- `replay` of each projection, and of all of them, into fresh namespaces (events/s, wall clock).
+No assertions: the numbers are for reading. `python -m bench.replay [EVENTS]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+import time
+import uuid
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from bench.projection import line, on_local_stack
+from memlog.services import open_services
+from memlog.settings import Settings
+from schemas.events import (
+    Envelope,
+    FactRemembered,
+    ModelStep,
+    RunTraced,
+    exchange_events,
+    record_key,
+    to_record,
+)
+from streams.replay import replay
+from streams.topics import ensure_topics
+
+SUBJECTS = 2000
+
+
+async def produce(settings: Settings, total: int) -> dict[str, int]:
+    """Mixed events: per 10 events about 8 exchange events, 1 fact, 1 traced run."""
+    counts = {"threads": 0, "facts": 0, "traces": 0}
+    async with open_services(settings) as services:
+        keys = {}
+        for number in range(SUBJECTS):
+            subject = f"player-{number:04d}"
+            keys[subject] = await services.vault.key_for_write("bench", subject)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=settings.bootstrap, linger_ms=20, max_batch_size=512 * 1024, acks=1
+        )
+        await producer.start()
+        from projections.sealing import needs_seal, seal
+
+        def encode(event: object) -> bytes:
+            record = to_record(event)  # type: ignore[arg-type]
+            name = event.TYPE  # type: ignore[attr-defined]
+            if needs_seal(name, record):
+                key_id, key = keys[record["envelope"]["subject"]]
+                record = seal(name, record, key_id, key)
+            return services.codec.encode(name, record)
+
+        produced = 0
+        number = 0
+        pending = []
+        started = time.perf_counter()
+        while produced < total:
+            subject = f"player-{number % SUBJECTS:04d}"
+            key = record_key("bench", subject)
+            env = Envelope(tenant="bench", subject=subject, thread="session", producer="bench")
+            kind = number % 4
+            if kind == 3 and number % 8 == 3:
+                event: object = FactRemembered(env, f"f-{number}", "shared", f"likes block {number}")
+                topic = "facts"
+            elif kind == 3:
+                now = env.occurred_at
+                step = ModelStep(0, "m", f"prompt {number}", f"output {number}", 10, 5, now - 500, 400)
+                event = RunTraced(env, f"run-{number}", "ok", now - 1000, now, (step,))
+                topic = "traces"
+            else:
+                payload = {
+                    "tenant": "bench",
+                    "subject": subject,
+                    "question": f"what is in chest {number}?",
+                    "tool_calls": [{"name": "open_chest", "arguments": {"id": number}, "result": {"n": number % 64}}],
+                    "answer": f"{number % 64} diamonds",
+                }
+                for item in exchange_events(payload, producer="bench"):
+                    pending.append(await producer.send(settings.threads_topic, encode(item), key=key))
+                produced += 3
+                counts["threads"] += 3
+                number += 1
+                continue
+            pending.append(await producer.send(settings.topic(topic), encode(event), key=key))
+            produced += 1
+            counts[topic] += 1
+            number += 1
+            if len(pending) > 20_000:
+                await asyncio.gather(*pending)
+                pending = []
+        await asyncio.gather(*pending)
+        await producer.stop()
+        print(f"produced {produced:,} events ({counts}) in {time.perf_counter() - started:.1f}s", flush=True)
+    return counts
+
+
+async def raw_consume(settings: Settings, total: int) -> float:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
+    await consumer.start()
+    try:
+        tps = [TopicPartition(settings.topic(t), p) for t in ("threads", "facts", "traces") for p in range(6)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        seen = 0
+        started = time.perf_counter()
+        while seen < total:
+            for records in (await consumer.getmany(timeout_ms=2000, max_records=20_000)).values():
+                seen += len(records)
+        return seen / (time.perf_counter() - started)
+    finally:
+        await consumer.stop()
+
+
+async def run(settings: Settings) -> None:
+    total = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    settings = settings.model_copy(update={"privacy_database": f"benchprivacy_{settings.namespace}"})
+    await ensure_topics(settings)
+    counts = await produce(settings, total)
+    produced = sum(counts.values())
+    raw = await raw_consume(settings, produced)
+    print(f"\nreplay of {produced:,} mixed events (events/s; one run, 2 shared cores):")
+    line("raw aiokafka consume of the same topics (the floor)", raw, "events/s")
+    rates = {}
+    for projections in (("sessions",), ("facts",), ("traces",), ("archives",)):
+        quiet = io.StringIO()
+        report = await replay(
+            settings, projections, switch=False, namespace=f"{settings.namespace}-{uuid.uuid4().hex[:6]}", out=quiet
+        )
+        rates[projections[0]] = report
+        line(
+            f"replay --projection {projections[0]} ({report.events:,} events, {report.seconds:.1f}s)",
+            report.rate,
+            "events/s",
+        )
+    report = await replay(settings, switch=False, namespace=f"{settings.namespace}-all", out=sys.stdout)
+    line(f"replay --projection all ({report.events:,} events read, {report.seconds:.1f}s)", report.rate, "events/s")
+    print(f"  ratio, replay all / raw consume: {report.rate / raw:.4f}")
+    for name, item in rates.items():
+        print(f"  ratio, replay {name} / raw consume: {item.rate / raw:.4f}")
+
+
+if __name__ == "__main__":
+    on_local_stack(run)
