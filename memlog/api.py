@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import io
 import logging
 import time
 import uuid
@@ -268,6 +269,13 @@ class ResetIn(BaseModel):
 class EraseIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: str | None = Field(default=None, description="Recorded in the log; do not put personal data here.")
+
+
+class ReplayIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    projection: Literal["sessions", "facts", "traces", "archives", "all"] = "all"
+    since: int | None = Field(default=None, ge=0, description="Epoch ms to start from; default: the beginning.")
+    switch: bool = Field(default=True, description="Move reads to the rebuilt namespace when it has caught up.")
 
 
 class PrivacyOut(BaseModel):
@@ -718,6 +726,64 @@ def create_api(settings: Settings) -> FastAPI:
         if stored is None or stored["tenant"] != tenant:
             return _error(404, None, f"no export {request_id} (bundles are kept a day)")
         return Response(stored["bundle"], media_type="application/json")
+
+    replays: dict[str, dict[str, Any]] = {}
+
+    @app.post("/v1/replays", status_code=202, dependencies=operator_only)
+    async def start_replay(body: ReplayIn, request: Request) -> dict[str, Any]:
+        """Rebuild projections from the topics into a fresh namespace (all tenants; operators only)."""
+        from streams.replay import Progress, replay
+        from streams.worker import PROJECTIONS
+
+        if any(item["state"] == "running" for item in replays.values()):
+            raise Conflict("a replay is running already; follow it at GET /v1/replays/{replay_id}")
+        replay_id = str(uuid.uuid4())
+        item: dict[str, Any] = {"replay_id": replay_id, "state": "running", "events": 0, "total": None}
+        replays[replay_id] = item
+        by = credentials.who(request.headers.get("authorization"))
+        which = PROJECTIONS if body.projection == "all" else (body.projection,)
+
+        def watch(progress: Progress) -> None:
+            item["progress"] = progress
+
+        async def run() -> None:
+            try:
+                report = await replay(
+                    settings,
+                    which,
+                    since_ms=body.since,
+                    switch=body.switch,
+                    out=io.StringIO(),
+                    requested_by=by,
+                    watch=watch,
+                )
+                item.update(
+                    state="done",
+                    namespace=report.namespace,
+                    previous=report.previous,
+                    events=report.events,
+                    seconds=round(report.seconds, 3),
+                    switched=report.switched,
+                    skipped_events=sum(report.skipped.values()),
+                    skipped_because=sorted(set(report.reasons.values())),
+                )
+            except Exception as exc:  # reported to the operator who follows the replay
+                log.exception("replay %s failed", replay_id)
+                item.update(state="failed", error=f"{type(exc).__name__}: {exc}")
+
+        item["task"] = asyncio.create_task(run())
+        return {"replay_id": replay_id, "state": "running"}
+
+    @app.get("/v1/replays/{replay_id}", dependencies=operator_only)
+    async def replay_status(replay_id: str) -> dict[str, Any]:
+        item = replays.get(replay_id)
+        if item is None:
+            return _error(404, None, f"no replay {replay_id} in this API process")  # type: ignore[return-value]
+        progress = item.get("progress")
+        view = {k: v for k, v in item.items() if k not in ("task", "progress")}
+        if progress is not None and item["state"] == "running":
+            view.update(events=progress.done, total=progress.total)
+        return view
 
     @app.get("/v1/tenants/{tenant}/ledger", dependencies=operator_only)
     async def ledger(

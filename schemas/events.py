@@ -6,6 +6,7 @@ Pure: no I/O. The Avro schemas under avro/ are the contract; these classes mirro
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import unicodedata
 import uuid
@@ -34,9 +35,15 @@ def check_name(field_name: str, value: object) -> str:
         raise InvalidEvent(field_name, "must be a non-empty string")
     if len(value) > MAX_NAME_LENGTH:
         raise InvalidEvent(field_name, f"is {len(value)} characters; at most {MAX_NAME_LENGTH}")
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+    if _has_control(value):
         raise InvalidEvent(field_name, "contains a control character")
     return value
+
+
+@functools.lru_cache(maxsize=65_536)
+def _has_control(value: str) -> bool:
+    # names repeat on every event (tenant, subject, agent, producer): look each one up once
+    return any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value)
 
 
 def check_text(field_name: str, value: object, *, allow_empty: bool = False) -> str:

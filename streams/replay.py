@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -66,11 +67,14 @@ class Progress:
 
     def __init__(self, out: TextIO, total: int) -> None:
         self._out = out
+        self.total = total
+        self.done = 0
         self._total = max(total, 1)
         self._started = time.monotonic()
         self._drawn = 0.0
 
     def update(self, done: int, final: bool = False) -> None:
+        self.done = done
         now = time.monotonic()
         if not final and now - self._drawn < 0.5:
             return
@@ -100,6 +104,8 @@ async def replay(
     switch: bool = True,
     namespace: str | None = None,
     out: TextIO = sys.stderr,
+    requested_by: str = "cli",
+    watch: Callable[[Progress], None] | None = None,
 ) -> ReplayReport:
     """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`."""
     unknown = set(projections) - set(PROJECTIONS)
@@ -140,7 +146,13 @@ async def replay(
     events = 0
     try:
         await built.prepare()
-        await ledger.record("replay-started", namespace=target, previous=previous, projections=list(projections))
+        await ledger.record(
+            "replay-started",
+            namespace=target,
+            previous=previous,
+            projections=list(projections),
+            requested_by=requested_by,
+        )
         await consumer.start()
         partitions = [
             TopicPartition(topic, p)
@@ -156,6 +168,8 @@ async def replay(
         privacy_tps = [TopicPartition(settings.topic("privacy"), p) for p in range(settings.partitions)]
         privacy_from = await consumer.end_offsets(privacy_tps)
         progress = Progress(out, sum(max(ends[tp] - starts[tp], 0) for tp in partitions))
+        if watch is not None:
+            watch(progress)
         positions = dict(starts)
         for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
             for tp in partitions:
@@ -195,6 +209,7 @@ async def replay(
             switched=switch,
             skipped_events=sum(skipped.values()),
             skipped_subjects=len(skipped),
+            requested_by=requested_by,
         )
         return ReplayReport(target, previous, events, seconds, switch, dead.count, skipped, reasons)
     finally:

@@ -22,8 +22,13 @@ OPERATOR = {
     ("post", "/v1/tenants/{tenant}/subjects/{subject}/export"),
     ("get", "/v1/tenants/{tenant}/exports/{request_id}"),
     ("get", "/v1/tenants/{tenant}/ledger"),
+    ("post", "/v1/replays"),
+    ("get", "/v1/replays/{replay_id}"),
 }
+# operator actions over every tenant at once: the only routes that name no tenant
+ALL_TENANTS = {("post", "/v1/replays"), ("get", "/v1/replays/{replay_id}")}
 PATH_VALUES = {
+    "replay_id": "r",
     "request_id": "q",
     "subject": "s",
     "agent": "a",
@@ -51,6 +56,8 @@ def body_for(path: str, tenant: str) -> dict[str, Any] | None:
         return {"arguments": {"query": "q"}}
     if path.endswith("/reset"):
         return {}
+    if path == "/v1/replays":
+        return {"projection": "traces", "switch": False}
     return None
 
 
@@ -88,7 +95,7 @@ async def test_every_route_refuses_another_tenants_credential(api: Settings) -> 
     # every route but the public ones names its tenant, in its path or in its body: a new one must too
     for method, path in covered:
         body = body_for(path, "t") or {}
-        assert "{tenant}" in path or body.get("tenant") == "t", (method, path)
+        assert "{tenant}" in path or body.get("tenant") == "t" or (method, path) in ALL_TENANTS, (method, path)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api.api_port}", timeout=30) as client:
         for method, path in covered:
             if (method, path) in OPERATOR:

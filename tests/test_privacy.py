@@ -7,6 +7,7 @@ must be untouched, and a replay of every topic into a fresh namespace must not b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -257,6 +258,25 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
                 if kept.status_code == 200 and marks(KEPT)[0] in kept.json()["rendered"]:
                     break
             assert marks(KEPT)[0] in kept.json()["rendered"]
+
+            # the same replay through the operator API, without switching; then erasure from the CLI
+            started = await http.post("/v1/replays", json={"projection": "facts", "switch": False})
+            assert started.status_code == 202, started.text
+            status: dict[str, Any] = {}
+            for _ in range(600):
+                status = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
+                if status["state"] != "running":
+                    break
+                await asyncio.sleep(0.2)
+            assert status["state"] == "done" and status["events"] > 0 and not status["switched"], status
+            assert status["skipped_events"] > 0 and "erased" in status["skipped_because"][0], status
+            cli = memlog_cli(settings, "erase", TENANT, KEPT)
+            assert cli.returncode == 0 and f"erased {KEPT}" in cli.stdout, cli.stdout + cli.stderr
+            gone = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")
+            assert marks(KEPT)[0] not in gone.text
+            exported = memlog_cli(settings, "export", TENANT, KEPT)
+            assert exported.returncode == 0 and json.loads(exported.stdout)["facts"] == [], exported.stderr
+            assert "erased" in memlog_cli(settings, "ledger", TENANT).stdout
     finally:
         api.stop()
         worker.stop()
