@@ -11,7 +11,6 @@ No assertions: the numbers are for reading. `python -m bench.replay [EVENTS [RUN
 from __future__ import annotations
 
 import asyncio
-import io
 import sys
 import time
 import uuid
