@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="compare two namespaces and list every difference")
     verify.add_argument("left", nargs="?", default=None, help="default: the namespace reads use now")
     verify.add_argument("right", nargs="?", default=None, help="default: the one reads used before the last replay")
+    demo = commands.add_parser("demo", help="a scripted tour of a running memlog (after `memlog up`)")
+    demo.add_argument("--url", default=None, help="the API (default: MEMLOG_API_HOST and MEMLOG_API_PORT)")
     ledger = commands.add_parser("ledger", help="operator requests and what they did")
     ledger.add_argument("tenant", nargs="?", default=None)
     ledger.add_argument("subject", nargs="?", default=None)
@@ -103,6 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "reset":
             position = asyncio.run(_reset(settings, args.tenant, args.subject, args.reason))
             print(f"new session for {args.subject} in {args.tenant}: {position}")
+            return 0
+        if args.command == "demo":
+            from memlog.demo import run_demo
+
+            logging.getLogger("httpx").setLevel(logging.WARNING)
+            asyncio.run(run_demo(settings, args.url))
             return 0
         if args.command in ("erase", "export", "replay", "verify", "ledger"):
             from memlog.operator import run_operator_command

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import InvalidTimestampError, KafkaError
 from aiokafka.partitioner import DefaultPartitioner
 
 from memlog.errors import InvalidEvent, LogUnavailable
@@ -146,6 +146,8 @@ class EventProducer:
                     )
             future = await self._producer.send_batch(batch, topic, partition=partition)
             meta = await future
+        except InvalidTimestampError as exc:
+            raise InvalidEvent("occurred_at", f"{first.occurred_at} is outside what the broker accepts: {exc}") from exc
         except KafkaError as exc:
             raise LogUnavailable(f"kafka refused {topic}: {exc}") from exc
         return Position(short, meta.partition, meta.offset + len(values) - 1)

@@ -14,6 +14,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from memlog.settings import Settings
 from schemas.catalog import Catalog
 from schemas.codec import Codec
+from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.processes import MemlogProcess, free_port, start_api, start_worker
@@ -131,6 +132,7 @@ async def test_invalid_input_answers_422_naming_the_field_and_produces_nothing(
         ({**CHEST, "tool_calls": [{"arguments": {}}]}, "name"),
         ({k: v for k, v in CHEST.items() if k != "question"}, "question"),
         ({**CHEST, "tenant": "bad\u0007name"}, "tenant"),
+        ({**CHEST, "occurred_at": now_ms() + 3 * 86_400_000}, "occurred_at"),  # the broker refuses it
     ]
     before = await end_offsets(e2e_settings)
     for payload, field in cases:
