@@ -267,6 +267,8 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
                 status = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
                 if status["state"] != "running":
                     break
+                during = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")  # reads keep working
+                assert during.status_code == 200 and marks(KEPT)[0] in during.json()["rendered"]
                 await asyncio.sleep(0.2)
             assert status["state"] == "done" and status["events"] > 0 and not status["switched"], status
             assert status["skipped_events"] > 0 and "erased" in status["skipped_because"][0], status
