@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlog.admin import TRACES_PAGE
+from memlog.connections import kafka_options
 from memlog.credentials import Credentials
 from memlog.embeddings import make_embedder
 from memlog.errors import Conflict, Forbidden, InvalidEvent, LogUnavailable, NotCaughtUp, StoreUnavailable, Unauthorized
@@ -52,6 +53,10 @@ from streams.summarizers import SummarizerFailed, make_summarizer
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = "2"
+# A claim outlives the producer's own deadline; if the API cannot store the outcome (Redis went away
+# after Kafka took the exchange), the claim lapses and a retry produces again. The exchange id comes
+# from the idempotency key, so the projections hold that exchange once.
+PENDING_CLAIM_SECONDS = 60
 
 
 class ToolCallIn(BaseModel):
@@ -276,9 +281,7 @@ def create_api(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_services(settings, producer=True) as services:
-            offsets = AIOKafkaConsumer(
-                bootstrap_servers=settings.bootstrap, enable_auto_commit=False, request_timeout_ms=10_000
-            )
+            offsets = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, request_timeout_ms=10_000)
             await offsets.start()
             metrics = Metrics()
             summarizer = make_summarizer(settings)
@@ -403,7 +406,7 @@ def create_api(settings: Settings) -> FastAPI:
         check_name("idempotency_key", key)
         claim = f"{api.settings.redis_prefix}:idem:{len(body.tenant)}:{body.tenant}:{body.subject}:{key}"
         with redis_errors():
-            fresh = await api.services.redis.set(claim, "pending", nx=True, ex=api.settings.idempotency_ttl_seconds)
+            fresh = await api.services.redis.set(claim, "pending", nx=True, ex=PENDING_CLAIM_SECONDS)
         if not fresh:
             return await _replayed(api.services.redis, claim)
         try:

@@ -11,13 +11,13 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memlog import connections
 from memlog.settings import Settings
 from projections.mongo_store import (
     MongoArchiveStore,
     MongoCheckpoints,
     MongoFactStore,
     MongoTraceStore,
-    mongo_client,
 )
 from projections.redis_store import RedisCounters, RedisSessionStore
 from schemas.catalog import Catalog
@@ -58,8 +58,8 @@ def make_codec(settings: Settings) -> Codec:
 @asynccontextmanager
 async def open_services(settings: Settings, *, producer: bool = False) -> AsyncIterator[Services]:
     codec = make_codec(settings)
-    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
-    mongo = mongo_client(settings.mongo)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
     database = mongo[settings.mongo_db_name]
     services = Services(
         settings=settings,

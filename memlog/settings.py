@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from projections.facts import FactPolicy
@@ -32,6 +32,29 @@ class Settings(BaseSettings):
         default=None, description="Confluent-compatible registry; when set, events use the Confluent wire format."
     )
     kafka_idempotence: bool = Field(default=True, description="Idempotent producer; turn off for brokers without it.")
+    # --- credentials and TLS of those connections; secrets from the environment or a file, never the repository ---
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_sasl_password_file: Path | None = Field(default=None, description="Read the SASL password from here.")
+    kafka_ssl_cafile: Path | None = Field(default=None, description="CA bundle for the brokers; default: the system's.")
+    kafka_ssl_certfile: Path | None = Field(default=None, description="Client certificate (PEM), for mutual TLS.")
+    kafka_ssl_keyfile: Path | None = Field(default=None, description="The client certificate's key (PEM).")
+    redis_username: str | None = Field(default=None, description="Redis ACL user; default: the URL's, or none.")
+    redis_password: SecretStr | None = None
+    redis_password_file: Path | None = Field(default=None, description="Read the Redis password from here.")
+    redis_tls: bool = Field(default=False, description="TLS to Redis (as a rediss:// URL does).")
+    redis_tls_cafile: Path | None = None
+    redis_tls_certfile: Path | None = None
+    redis_tls_keyfile: Path | None = None
+    mongo_username: str | None = Field(default=None, description="MongoDB user; default: the URL's, or none.")
+    mongo_password: SecretStr | None = None
+    mongo_password_file: Path | None = Field(default=None, description="Read the MongoDB password from here.")
+    mongo_auth_source: str | None = Field(default=None, description="The user's database; MongoDB's default: admin.")
+    mongo_tls: bool = Field(default=False, description="TLS to MongoDB (as tls=true in the URL does).")
+    mongo_tls_cafile: Path | None = None
+    mongo_tls_certfile: Path | None = Field(default=None, description="Client certificate and key in one PEM.")
     local_broker: Literal["kafka", "tansu"] = Field(default="kafka", description="Broker that `memlog dev up` runs.")
     kafka_version: str = "4.1.1"
     local_kafka_port: int = LOCAL_KAFKA_PORT
@@ -107,6 +130,21 @@ class Settings(BaseSettings):
     read_wait_seconds: float = Field(default=5.0, gt=0, description="How long a read with after= waits.")
     ready_max_lag: int = Field(default=0, ge=0, description="/readyz tolerates this many unapplied records.")
     idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
+
+    @model_validator(mode="after")
+    def _credentials_complete(self) -> Settings:
+        if self.kafka_security_protocol.startswith("SASL_") and not (
+            self.kafka_sasl_username and (self.kafka_sasl_password or self.kafka_sasl_password_file)
+        ):
+            raise ValueError(
+                f"MEMLOG_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} needs MEMLOG_KAFKA_SASL_USERNAME "
+                "and MEMLOG_KAFKA_SASL_PASSWORD (or MEMLOG_KAFKA_SASL_PASSWORD_FILE)"
+            )
+        if (self.kafka_ssl_certfile is None) != (self.kafka_ssl_keyfile is None):
+            raise ValueError("MEMLOG_KAFKA_SSL_CERTFILE and MEMLOG_KAFKA_SSL_KEYFILE go together")
+        if (self.redis_tls_certfile is None) != (self.redis_tls_keyfile is None):
+            raise ValueError("MEMLOG_REDIS_TLS_CERTFILE and MEMLOG_REDIS_TLS_KEYFILE go together")
+        return self
 
     # --- derived ---
     def redactor(self) -> Redactor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import faust
 
+from memlog.connections import faust_credentials
 from memlog.settings import Settings
 
 
@@ -13,6 +14,7 @@ def create_app(settings: Settings) -> faust.App:
     return faust.App(
         settings.app_id,
         broker=f"kafka://{settings.bootstrap}",
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         datadir=str(datadir),
         web_enabled=False,

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    KafkaError,
+    KafkaTimeoutError,
+    OutOfOrderSequenceNumber,
+    UnknownProducerId,
+)
 from aiokafka.partitioner import DefaultPartitioner
 
+from memlog.connections import kafka_options
 from memlog.errors import InvalidEvent, LogUnavailable
 from memlog.settings import Settings
 from projections.position import Position
@@ -20,6 +28,13 @@ from schemas.codec import Codec
 from schemas.events import FACT_EVENTS, TRACE_EVENTS, Event, RunTraced, exchange_events, record_key, to_record
 
 log = logging.getLogger(__name__)
+
+# After a broker restart an idempotent aiokafka producer can lose its place in the broker's sequence
+# (OutOfOrderSequenceNumber on every later send, found in tests/test_faults.py); it never recovers by
+# itself, so the producer is replaced by a new one, with a new producer id.
+BROKEN_PRODUCER = (OutOfOrderSequenceNumber, UnknownProducerId, InvalidProducerEpoch, KafkaTimeoutError)
+REQUEST_TIMEOUT_MS = 15_000
+STOP_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,8 @@ class EventProducer:
         self._idempotence = idempotence
         self._partitioner = DefaultPartitioner()
         self._kafka: AIOKafkaProducer | None = None
+        self._renewing = asyncio.Lock()
+        self.renewals = 0
 
     @property
     def _producer(self) -> AIOKafkaProducer:
@@ -58,22 +75,39 @@ class EventProducer:
             raise LogUnavailable("the producer is not started")
         return self._kafka
 
-    async def start(self) -> None:
-        """Connect; the client is made here because it belongs to the running event loop."""
-        self._kafka = AIOKafkaProducer(
-            bootstrap_servers=self._settings.bootstrap,
+    async def _connect(self) -> AIOKafkaProducer:
+        kafka = AIOKafkaProducer(
+            **kafka_options(self._settings),
             acks="all",
             enable_idempotence=self._idempotence,
             max_request_size=self._settings.max_message_bytes,
             max_batch_size=self._settings.max_message_bytes,
             linger_ms=2,
-            request_timeout_ms=15000,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
         )
         try:
-            await self._kafka.start()
+            await kafka.start()
         except KafkaError as exc:
-            await self._kafka.stop()
+            await kafka.stop()
             raise LogUnavailable(f"kafka at {self._settings.bootstrap}: {exc}") from exc
+        return kafka
+
+    async def start(self) -> None:
+        """Connect; the client is made here because it belongs to the running event loop."""
+        self._kafka = await self._connect()
+
+    async def _renew(self, broken: AIOKafkaProducer, error: KafkaError) -> None:
+        """Replace a producer that cannot recover (once, however many sends saw it fail)."""
+        async with self._renewing:
+            if id(self._kafka) != id(broken):  # another send replaced it already
+                return
+            log.warning("replacing the Kafka producer after %s: %s", type(error).__name__, error)
+            self._kafka = await self._connect()
+            self.renewals += 1
+        try:
+            await asyncio.wait_for(broken.stop(), STOP_TIMEOUT_SECONDS)
+        except (KafkaError, TimeoutError) as exc:
+            log.info("the replaced producer stopped with %s", type(exc).__name__)
 
     async def stop(self) -> None:
         if self._kafka is not None:
@@ -121,17 +155,20 @@ class EventProducer:
         if any(_topic_of(e) != short for e in events):
             raise InvalidEvent("events", "a batch goes to one topic: thread, fact and trace events apart")
         topic = self._settings.topic(short)
+        kafka = self._producer
         try:
-            partitions = sorted(await self._producer.partitions_for(topic))
+            partitions = sorted(await kafka.partitions_for(topic))
             partition = self._partitioner(key, partitions, partitions)
-            batch = self._producer.create_batch()
+            batch = kafka.create_batch()
             for value in values:
                 if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
                     raise InvalidEvent(
                         "events", f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes"
                     )
-            future = await self._producer.send_batch(batch, topic, partition=partition)
+            future = await kafka.send_batch(batch, topic, partition=partition)
             meta = await future
         except KafkaError as exc:
+            if isinstance(exc, BROKEN_PRODUCER):
+                await self._renew(kafka, exc)
             raise LogUnavailable(f"kafka refused {topic}: {exc}") from exc
         return Position(short, meta.partition, meta.offset + len(values) - 1)

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
-import redis.asyncio as aioredis
 
+from memlog import connections
 from memlog.embeddings import make_embedder
 from memlog.metrics import Metrics
 from memlog.services import make_codec
@@ -19,7 +19,6 @@ from projections.mongo_store import (
     MongoCheckpoints,
     MongoFactStore,
     MongoTraceStore,
-    mongo_client,
 )
 from projections.redis_store import RedisCounters, RedisSessionStore
 from projections.stores import Checkpoints
@@ -70,8 +69,8 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
     app = create_app(settings)
     codec = make_codec(settings)
     metrics = Metrics()
-    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
-    database = mongo_client(settings.mongo)[settings.mongo_db_name]
+    redis = connections.redis_client(settings)
+    database = connections.mongo(settings)[settings.mongo_db_name]
     counters = RedisCounters(redis, settings.redis_prefix)
     threads = app.topic(
         settings.threads_topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"

@@ -5,8 +5,9 @@ ids: most straight onto Kafka with the EventProducer, one in five through the HT
 idempotency key. Both writers retry what the service refuses (LogUnavailable, or 503/409 honouring
 Retry-After), so a retry can land a second copy of an exchange but never a second exchange. The
 real local service is stopped after 3,000 exchanges and started again a few seconds later while the
-stream goes on; then every session must hold its 50 exchanges exactly once, in order, the archive
-every event, and /readyz must have said not-ready while the service was down and ready at the end.
+stream goes on (past 6,000 it waits for the restart, so it also runs after it); then every session
+must hold its 50 exchanges exactly once, in order, the archive every event, and /readyz must have
+said not-ready while the service was down and ready at the end.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ PER_SUBJECT = 50  # below the 100-exchange fold, so a session still holds every 
 HTTP_EVERY = 5  # one exchange in five goes through the HTTP API
 IN_FLIGHT = 32
 STOP_AFTER = 3_000
+RESUME_AT = 6_000  # past this the stream waits for the restart, so it goes on after it
 DOWN_SECONDS = 8.0
 RECOVERY_BOUND = 600.0  # a bound on waiting for the projections, not a timing check
 TENANT = "faults"
@@ -112,9 +114,12 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http,
             EventProducer(settings, make_codec(settings), idempotence=settings.idempotent_producer) as producer,
         ):
+            restarted = asyncio.Event()
 
             async def post_subject(subject: str) -> None:
                 for number in range(PER_SUBJECT):
+                    if tally.posted >= RESUME_AT:
+                        await restarted.wait()
                     payload = exchange(subject, number)
                     if number % HTTP_EVERY == 0:
                         tally.last[subject] = await post_http(http, payload, tally)
@@ -142,6 +147,7 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
                 tally.down_for = time.monotonic() - stopped
                 tally.outage = False
                 tally.restarted_after = tally.posted
+                restarted.set()
 
             started = time.monotonic()
             await asyncio.gather(outage(), *(bounded(f"s{i:03d}") for i in range(SUBJECTS)))
@@ -181,7 +187,7 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
         if service.managed_pid() is None:
             service.start()  # later tests need the whole stack
     assert tally.posted == SUBJECTS * PER_SUBJECT
-    assert tally.stopped_after >= STOP_AFTER and tally.restarted_after < SUBJECTS * PER_SUBJECT
+    assert STOP_AFTER <= tally.stopped_after <= tally.restarted_after < SUBJECTS * PER_SUBJECT
     assert tally.ready_while_down == [503]
     return tally
 
