@@ -56,6 +56,7 @@ class Tally:
     restarted_after: int = -1
     down_for: float = 0.0
     ready_while_down: list[int] = field(default_factory=list)
+    write_while_down: list[int] = field(default_factory=list)
     last: dict[str, str] = field(default_factory=dict)
     outage: bool = False
 
@@ -143,6 +144,11 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
                 await asyncio.sleep(DOWN_SECONDS)
                 # the service is down: the API must say it is not ready (and not crash)
                 tally.ready_while_down.append((await http.get("/readyz")).status_code)
+                # and a write either lands (it needs only Kafka) or is refused with 503 and Retry-After
+                probe = await http.post("/v1/exchanges", json={**exchange("probe", 0), "tenant": "faults-probe"})
+                tally.write_while_down.append(probe.status_code)
+                assert probe.status_code in (202, 503), probe.text
+                assert probe.status_code == 202 or probe.headers["retry-after"] == "2"
                 assert await asyncio.to_thread(service.start), f"{service_name} was not started again"
                 tally.down_for = time.monotonic() - stopped
                 tally.outage = False
@@ -178,7 +184,8 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
             f"stopped after {tally.stopped_after}, down {tally.down_for:.1f}s, "
             f"restarted after {tally.restarted_after}; "
             f"retried {dict(tally.refused)} ({tally.during_outage} while down); "
-            f"/readyz while down {tally.ready_while_down}; all read back exactly once "
+            f"/readyz while down {tally.ready_while_down}, a write while down {tally.write_while_down}; "
+            f"all read back exactly once "
             f"{caught_up:.1f}s after the first post"
         )
     finally:
@@ -226,13 +233,15 @@ async def assert_archive_holds_every_exchange(settings: Settings, deadline: floa
 @pytest.mark.timeout(1200)
 async def test_a_redis_outage_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
     tally = await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "redis")
+    assert tally.write_while_down == [202]  # no idempotency key: the log alone takes it
     assert tally.refused["http 503"] > 0  # idempotency claims live in Redis: the API refused while it was down
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 async def test_a_mongodb_outage_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
-    await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "mongo")
+    tally = await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "mongo")
+    assert tally.write_while_down == [202]
 
 
 @pytest.mark.slow
@@ -240,3 +249,4 @@ async def test_a_mongodb_outage_mid_stream_loses_and_doubles_nothing(stack: Sett
 async def test_a_kafka_restart_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
     tally = await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "kafka")
     assert tally.during_outage > 0  # writes were refused while the broker was down, and retried
+    assert tally.write_while_down == [503]  # never a 500
