@@ -35,18 +35,60 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = {"ca": folder / "ca.pem", "ca_key": folder / "ca.key", "cert": folder / "client.pem"}
     files["key"] = folder / "client.key"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=memlog-test-ca", "-keyout", str(files["ca_key"]), "-out", str(files["ca"])],
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=memlog-test-ca",
+            "-keyout",
+            str(files["ca_key"]),
+            "-out",
+            str(files["ca"]),
+        ],
         check=True,
         capture_output=True,
     )
     request = folder / "client.csr"
     subprocess.run(
-        [openssl, "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=memlog-client", "-keyout", str(files["key"]), "-out", str(request)],
+        [
+            openssl,
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=memlog-client",
+            "-keyout",
+            str(files["key"]),
+            "-out",
+            str(request),
+        ],
         check=True,
         capture_output=True,
     )
     subprocess.run(
-        [openssl, "x509", "-req", "-in", str(request), "-CA", str(files["ca"]), "-CAkey", str(files["ca_key"]), "-CAcreateserial", "-days", "1", "-out", str(files["cert"])],
+        [
+            openssl,
+            "x509",
+            "-req",
+            "-in",
+            str(request),
+            "-CA",
+            str(files["ca"]),
+            "-CAkey",
+            str(files["ca_key"]),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-out",
+            str(files["cert"]),
+        ],
         check=True,
         capture_output=True,
     )
@@ -170,7 +212,21 @@ def redis_with_password(tmp_path_factory: pytest.TempPathFactory) -> Iterator[in
     port = free_port()
     folder = tmp_path_factory.mktemp("redis-auth")
     process = subprocess.Popen(
-        [server, "--bind", "127.0.0.1", "--port", str(port), "--requirepass", "only-with-this", "--save", "", "--appendonly", "no", "--dir", str(folder)],
+        [
+            server,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--requirepass",
+            "only-with-this",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
