@@ -46,6 +46,12 @@ class Metrics:
             "memlog_recall_seconds", "Latency of a fact recall.", buckets=LATENCY_BUCKETS, registry=self.registry
         )
         self.erasures = Counter("memlog_erasures", "Subjects erased.", registry=self.registry)
+        self.unavailable = Gauge(
+            "memlog_projection_unavailable",
+            "1 while a projection cannot reach its store or the log and retries, committing nothing.",
+            ["projection"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

@@ -13,6 +13,7 @@ said not-ready while the service was down and ready at the end.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from collections import Counter
@@ -57,6 +58,7 @@ class Tally:
     down_for: float = 0.0
     ready_while_down: list[int] = field(default_factory=list)
     write_while_down: list[int] = field(default_factory=list)
+    worker_unavailable: dict[str, float] = field(default_factory=dict)  # the worker's gauge while down
     last: dict[str, str] = field(default_factory=dict)
     outage: bool = False
 
@@ -147,6 +149,10 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
                 # and a write either lands (it needs only Kafka) or is refused with 503 and Retry-After
                 probe = await http.post("/v1/exchanges", json={**exchange("probe", 0), "tenant": "faults-probe"})
                 tally.write_while_down.append(probe.status_code)
+                metrics = await http.get(f"http://127.0.0.1:{settings.worker_metrics_port}/metrics")
+                tally.worker_unavailable = dict(
+                    re.findall(r'memlog_projection_unavailable\{projection="([a-z-]+)"\} (\S+)', metrics.text)
+                )
                 assert probe.status_code in (202, 503), probe.text
                 assert probe.status_code == 202 or probe.headers["retry-after"] == "2"
                 assert await asyncio.to_thread(service.start), f"{service_name} was not started again"
@@ -184,7 +190,8 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
             f"stopped after {tally.stopped_after}, down {tally.down_for:.1f}s, "
             f"restarted after {tally.restarted_after}; "
             f"retried {dict(tally.refused)} ({tally.during_outage} while down); "
-            f"/readyz while down {tally.ready_while_down}, a write while down {tally.write_while_down}; "
+            f"/readyz while down {tally.ready_while_down}, a write while down {tally.write_while_down}, "
+            f"worker unavailable gauges {tally.worker_unavailable}; "
             f"all read back exactly once "
             f"{caught_up:.1f}s after the first post"
         )
@@ -232,7 +239,10 @@ async def assert_archive_holds_every_exchange(settings: Settings, deadline: floa
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 async def test_a_redis_outage_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
-    tally = await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "redis")
+    tally = await stream_with_outage(
+        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()), local_stack, "redis"
+    )
+    assert tally.worker_unavailable["sessions"] == "1.0" and tally.worker_unavailable["archive"] == "0.0"
     assert tally.write_while_down == [202]  # no idempotency key: the log alone takes it
     assert tally.refused["http 503"] > 0  # idempotency claims live in Redis: the API refused while it was down
 
@@ -240,13 +250,18 @@ async def test_a_redis_outage_mid_stream_loses_and_doubles_nothing(stack: Settin
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 async def test_a_mongodb_outage_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
-    tally = await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "mongo")
+    tally = await stream_with_outage(
+        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()), local_stack, "mongo"
+    )
+    assert tally.worker_unavailable["archive"] == "1.0" and tally.worker_unavailable["sessions"] == "0.0"
     assert tally.write_while_down == [202]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 async def test_a_kafka_restart_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
-    tally = await stream_with_outage(unique_settings(stack, api_port=free_port()), local_stack, "kafka")
+    tally = await stream_with_outage(
+        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()), local_stack, "kafka"
+    )
     assert tally.during_outage > 0  # writes were refused while the broker was down, and retried
     assert tally.write_while_down == [503]  # never a 500
