@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -138,9 +139,10 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
                     await asyncio.sleep(sample_seconds)
 
             async def killer() -> None:
+                """Kills on the clock (every kill_every minutes from the start), however long a restart took."""
                 nonlocal worker
-                while True:
-                    await asyncio.sleep(kill_every * 60)
+                for number in itertools.count(1):
+                    await asyncio.sleep(max(0.0, began + number * kill_every * 60 - time.monotonic()))
                     if stop.is_set():
                         return
                     before = rss_mb(worker.process.pid)
