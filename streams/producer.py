@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 # itself, so the producer is replaced by a new one, with a new producer id.
 BROKEN_PRODUCER = (OutOfOrderSequenceNumber, UnknownProducerId, InvalidProducerEpoch, KafkaTimeoutError)
 REQUEST_TIMEOUT_MS = 15_000
+# A send normally fails by itself within the request timeout; across a broker restart an idempotent
+# producer has also been seen to leave a send waiting for good (tests/test_faults.py). Past this
+# deadline the send counts as failed, and its producer as broken.
+SEND_DEADLINE_SECONDS = 2 * REQUEST_TIMEOUT_MS / 1000
 STOP_TIMEOUT_SECONDS = 10.0
 
 
@@ -157,16 +161,21 @@ class EventProducer:
         topic = self._settings.topic(short)
         kafka = self._producer
         try:
-            partitions = sorted(await kafka.partitions_for(topic))
-            partition = self._partitioner(key, partitions, partitions)
-            batch = kafka.create_batch()
-            for value in values:
-                if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
-                    raise InvalidEvent(
-                        "events", f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes"
-                    )
-            future = await kafka.send_batch(batch, topic, partition=partition)
-            meta = await future
+            async with asyncio.timeout(SEND_DEADLINE_SECONDS):
+                partitions = sorted(await kafka.partitions_for(topic))
+                partition = self._partitioner(key, partitions, partitions)
+                batch = kafka.create_batch()
+                for value in values:
+                    if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
+                        raise InvalidEvent(
+                            "events",
+                            f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes",
+                        )
+                future = await kafka.send_batch(batch, topic, partition=partition)
+                meta = await future
+        except TimeoutError as exc:
+            await self._renew(kafka, KafkaTimeoutError(f"no answer in {SEND_DEADLINE_SECONDS:.0f}s"))
+            raise LogUnavailable(f"kafka did not take {topic} in {SEND_DEADLINE_SECONDS:.0f}s") from exc
         except KafkaError as exc:
             if isinstance(exc, BROKEN_PRODUCER):
                 await self._renew(kafka, exc)

@@ -8,9 +8,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
+from aiokafka.errors import KafkaError
 
 from memlog import connections
 from memlog.embeddings import make_embedder
+from memlog.errors import LogUnavailable
 from memlog.metrics import Metrics
 from memlog.services import make_codec
 from memlog.settings import Settings
@@ -45,8 +47,11 @@ class FaustDeadLetters:
         self._topic = topic
 
     async def send(self, key: bytes | None, value: bytes) -> None:
-        pending = await self._topic.send(key=key, value=value)
-        await pending
+        try:
+            pending = await self._topic.send(key=key, value=value)
+            await pending
+        except KafkaError as exc:  # the projector retries it, as it retries a store outage
+            raise LogUnavailable(f"kafka refused the dead letter: {exc}") from exc
 
 
 def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: Settings) -> None:
