@@ -105,9 +105,9 @@ class EventProducer:
         async with self._renewing:
             if id(self._kafka) != id(broken):  # another send replaced it already
                 return
-            log.warning("replacing the Kafka producer after %s: %s", type(error).__name__, error)
-            self._kafka = await self._connect()
+            self._kafka = await self._connect()  # raises LogUnavailable while the broker is still away
             self.renewals += 1
+            log.warning("replaced the Kafka producer after %s: %s", type(error).__name__, error)
         try:
             await asyncio.wait_for(broken.stop(), STOP_TIMEOUT_SECONDS)
         except (KafkaError, TimeoutError) as exc:
