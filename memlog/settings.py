@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
+    worker_session_timeout_seconds: float = Field(
+        default=15.0,
+        ge=6,  # Kafka's group.min.session.timeout.ms
+        description="A worker that dies without leaving its group holds its partitions this long (Faust: 60).",
+    )
     chat_ttl_seconds: int = Field(default=86_400, ge=1, description="Session lifetime after the last question (000).")
     public_ttl_seconds: int = Field(default=7_200, ge=1, description="Public thread lifetime after its last question.")
     automation_ttl_seconds: int = Field(default=7_200, ge=1, description="Automation thread lifetime after a wake.")
