@@ -142,20 +142,26 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
                 """Kills on the clock (every kill_every minutes from the start), however long a restart took."""
                 nonlocal worker
                 for number in itertools.count(1):
-                    await asyncio.sleep(max(0.0, began + number * kill_every * 60 - time.monotonic()))
-                    if stop.is_set():
+                    try:
+                        due = max(0.0, began + number * kill_every * 60 - time.monotonic())
+                        await asyncio.wait_for(produced.wait(), due)
                         return
+                    except TimeoutError:
+                        pass
                     before = rss_mb(worker.process.pid)
                     worker.kill()
                     samples.kills.append(time.monotonic() - began)
                     print(f"  {time.monotonic() - began:7.1f}s  worker SIGKILLed at {before:.0f} MB RSS; restarting")
                     worker = await asyncio.to_thread(start_worker, settings, LOGS)
 
+            produced = asyncio.Event()
             sampling = asyncio.create_task(sampler())
             killing = asyncio.create_task(killer())
+            producing = time.monotonic()
             counts = await produce(services, rate, minutes * 60, subjects, samples)
-            killing.cancel()
-            produced_in = time.monotonic() - began
+            produced_in = time.monotonic() - producing
+            produced.set()
+            await killing  # a restart under way finishes, so the worker stopped below is the live one
             print(
                 f"produced {samples.produced:,} exchanges ({samples.produced * 3:,} events) in {produced_in:.1f}s: "
                 f"{samples.produced / produced_in:.1f}/s against {rate}/s asked; {samples.produce_retries} retries"
@@ -165,7 +171,7 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
                 if not any(lags.values()):
                     break
                 await asyncio.sleep(1)
-            print(f"caught up {time.monotonic() - began - produced_in:.1f}s after the last exchange")
+            print(f"caught up {time.monotonic() - producing - produced_in:.1f}s after the last exchange")
             stop.set()
             await sampling
             missing = doubled = disordered = 0
