@@ -8,7 +8,7 @@ export MEMLOG_HOME ?= $(HOME)/.memlog
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install up down status test test-fast lint format typecheck compose-check browser bench fixtures clean
+.PHONY: help install up down status test test-fast lint format typecheck compose-check browser bench soak fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -65,6 +65,9 @@ bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.recall
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.traces
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.replay
+
+soak: $(STAMP) ## the soak: 500 exchanges/s for 30 min, worker SIGKILLed every 5 min (SOAK_ARGS="--rate 100 --minutes 3")
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.soak $(SOAK_ARGS)
 
 fixtures: $(STAMP) ## write Avro fixtures for new schema versions (never overwrites)
 	$(BIN)/python -m tests.fixtures.make_avro_fixtures

@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlog.admin import TRACES_PAGE
+from memlog.connections import kafka_options
 from memlog.credentials import Credentials
 from memlog.embeddings import make_embedder
 from memlog.errors import (
@@ -65,6 +66,10 @@ from streams.summarizers import SummarizerFailed, make_summarizer
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = "2"
+# A claim outlives the producer's own deadline; if the API cannot store the outcome (Redis went away
+# after Kafka took the exchange), the claim lapses and a retry produces again. The exchange id comes
+# from the idempotency key, so the projections hold that exchange once.
+PENDING_CLAIM_SECONDS = 60
 
 
 class ToolCallIn(BaseModel):
@@ -308,7 +313,7 @@ def create_api(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_services(settings, producer=True) as services:
-            offsets = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+            offsets = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, request_timeout_ms=10_000)
             await offsets.start()
             metrics = Metrics()
             summarizer = make_summarizer(settings)
@@ -410,10 +415,22 @@ def create_api(settings: Settings) -> FastAPI:
 
     @app.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
+        """Ready when Kafka, Redis and MongoDB answer and every projection has applied the log.
+
+        Not ready (503 with Retry-After) while a service is down: the report names it.
+        """
         api = state(request)
-        report = await _lag_report(api)
+        try:
+            report = await _lag_report(api)
+        except (LogUnavailable, StoreUnavailable) as exc:
+            return JSONResponse(
+                {"ready": False, "unavailable": str(exc)},
+                status_code=503,
+                headers={"Retry-After": RETRY_AFTER_SECONDS},
+            )
         ready = all(lag <= api.settings.ready_max_lag for lag in report["lag"].values())
-        return JSONResponse({"ready": ready, **report}, status_code=200 if ready else 503)
+        headers = None if ready else {"Retry-After": RETRY_AFTER_SECONDS}
+        return JSONResponse({"ready": ready, **report}, status_code=200 if ready else 503, headers=headers)
 
     @app.post("/v1/exchanges", status_code=202, response_model=Accepted)
     async def record_exchange(body: ExchangeIn, request: Request) -> Accepted:
@@ -430,7 +447,7 @@ def create_api(settings: Settings) -> FastAPI:
         check_name("idempotency_key", key)
         claim = f"{api.settings.redis_prefix}:idem:{len(body.tenant)}:{body.tenant}:{body.subject}:{key}"
         with redis_errors():
-            fresh = await api.services.redis.set(claim, "pending", nx=True, ex=api.settings.idempotency_ttl_seconds)
+            fresh = await api.services.redis.set(claim, "pending", nx=True, ex=PENDING_CLAIM_SECONDS)
         if not fresh:
             return await _replayed(api.services.redis, claim)
         try:
@@ -958,15 +975,28 @@ async def _wait_applied(api: ApiState, position: Position, wait: float | None = 
 
 
 async def _lag_report(api: ApiState) -> dict[str, Any]:
-    topic = api.settings.threads_topic
-    partitions = [TopicPartition(topic, p) for p in range(api.settings.partitions)]
+    """Records not yet applied, per projection and partition; raises when Kafka, Redis or MongoDB is down."""
+    services = api.services
+    projections: list[tuple[str, str, Checkpoints]] = [
+        ("sessions", "threads", services.sessions),
+        ("facts-activity", "threads", services.fact_activity),
+        ("archive", "threads", services.archive_checkpoints),
+        ("facts", "facts", services.facts),
+        ("traces", "traces", services.traces),
+    ]
+    partitions = [
+        TopicPartition(api.settings.topic(short), p)
+        for short in ("threads", "facts", "traces")
+        for p in range(api.settings.partitions)
+    ]
     try:
         ends = await api.offsets.end_offsets(partitions)
     except KafkaError as exc:
         raise LogUnavailable(f"kafka: {exc}") from exc
     lag: dict[str, int] = {}
-    for tp in partitions:
-        applied = await api.services.sessions.applied("threads", tp.partition)
-        lag[f"sessions/threads.{tp.partition}"] = max(0, ends[tp] - 1 - applied)
-    dead = await api.services.counters.dead_letters()
+    for name, short, checkpoints in projections:
+        for p in range(api.settings.partitions):
+            applied = await checkpoints.applied(short, p)
+            lag[f"{name}/{short}.{p}"] = max(0, ends[TopicPartition(api.settings.topic(short), p)] - 1 - applied)
+    dead = await services.counters.dead_letters()
     return {"lag": lag, "dead_letters": dead}

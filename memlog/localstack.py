@@ -98,6 +98,11 @@ class Service(ABC):
     def ready(self) -> bool:
         return port_open(self.port)
 
+    @property
+    def started_here(self) -> bool:
+        """This object started the running process (and reaps it when it stops it)."""
+        return self._process is not None and self._process.poll() is None
+
     def managed_pid(self) -> int | None:
         try:
             pid = int(self.pid_file.read_text().strip())
@@ -528,3 +533,10 @@ class LocalStack:
 
     def status(self) -> list[Status]:
         return [service.status() for service in self.services]
+
+    def service(self, name: str) -> Service:
+        """One service by name (kafka or tansu, redis, mongo, registry): to stop and start it alone."""
+        for service in self.services:
+            if service.name == name:
+                return service
+        raise ServiceSetupError(f"no local service named {name!r}; there are {[s.name for s in self.services]}")

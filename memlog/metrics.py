@@ -52,6 +52,12 @@ class Metrics:
             ["projection"],
             registry=self.registry,
         )
+        self.unavailable = Gauge(
+            "memlog_projection_unavailable",
+            "1 while a projection cannot reach its store or the log and retries, committing nothing.",
+            ["projection"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

@@ -11,13 +11,13 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memlog import connections
 from memlog.settings import Settings
 from projections.mongo_store import (
     MongoArchiveStore,
     MongoCheckpoints,
     MongoFactStore,
     MongoTraceStore,
-    mongo_client,
     mongo_errors,
 )
 from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
@@ -157,8 +157,8 @@ def make_codec(settings: Settings) -> Codec:
 async def open_services(settings: Settings, *, producer: bool = False) -> AsyncIterator[Services]:
     master = settings.master_key_bytes()
     codec = make_codec(settings)
-    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
-    mongo = mongo_client(settings.mongo)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
     privacy = mongo[settings.privacy_database]
     vault = MongoKeyVault(privacy, master)
     services = Services(

@@ -7,7 +7,7 @@ import binascii
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memlog.errors import ServiceSetupError
@@ -35,6 +35,29 @@ class Settings(BaseSettings):
         default=None, description="Confluent-compatible registry; when set, events use the Confluent wire format."
     )
     kafka_idempotence: bool = Field(default=True, description="Idempotent producer; turn off for brokers without it.")
+    # --- credentials and TLS of those connections; secrets from the environment or a file, never the repository ---
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_sasl_password_file: Path | None = Field(default=None, description="Read the SASL password from here.")
+    kafka_ssl_cafile: Path | None = Field(default=None, description="CA bundle for the brokers; default: the system's.")
+    kafka_ssl_certfile: Path | None = Field(default=None, description="Client certificate (PEM), for mutual TLS.")
+    kafka_ssl_keyfile: Path | None = Field(default=None, description="The client certificate's key (PEM).")
+    redis_username: str | None = Field(default=None, description="Redis ACL user; default: the URL's, or none.")
+    redis_password: SecretStr | None = None
+    redis_password_file: Path | None = Field(default=None, description="Read the Redis password from here.")
+    redis_tls: bool = Field(default=False, description="TLS to Redis (as a rediss:// URL does).")
+    redis_tls_cafile: Path | None = None
+    redis_tls_certfile: Path | None = None
+    redis_tls_keyfile: Path | None = None
+    mongo_username: str | None = Field(default=None, description="MongoDB user; default: the URL's, or none.")
+    mongo_password: SecretStr | None = None
+    mongo_password_file: Path | None = Field(default=None, description="Read the MongoDB password from here.")
+    mongo_auth_source: str | None = Field(default=None, description="The user's database; MongoDB's default: admin.")
+    mongo_tls: bool = Field(default=False, description="TLS to MongoDB (as tls=true in the URL does).")
+    mongo_tls_cafile: Path | None = None
+    mongo_tls_certfile: Path | None = Field(default=None, description="Client certificate and key in one PEM.")
     local_broker: Literal["kafka", "tansu"] = Field(default="kafka", description="Broker that `memlog dev up` runs.")
     kafka_version: str = "4.1.1"
     local_kafka_port: int = LOCAL_KAFKA_PORT
@@ -57,6 +80,11 @@ class Settings(BaseSettings):
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
+    worker_session_timeout_seconds: float = Field(
+        default=15.0,
+        ge=6,  # Kafka's group.min.session.timeout.ms
+        description="A worker that dies without leaving its group holds its partitions this long (Faust: 60).",
+    )
     chat_ttl_seconds: int = Field(default=86_400, ge=1, description="Session lifetime after the last question (000).")
     public_ttl_seconds: int = Field(default=7_200, ge=1, description="Public thread lifetime after its last question.")
     automation_ttl_seconds: int = Field(default=7_200, ge=1, description="Automation thread lifetime after a wake.")
@@ -123,6 +151,21 @@ class Settings(BaseSettings):
     )
     key_cache_seconds: float = Field(default=5.0, ge=0, description="How long a process caches a data key to read.")
     replay_batch: int = Field(default=20_000, ge=1, description="Records a replay reads and writes per batch.")
+
+    @model_validator(mode="after")
+    def _credentials_complete(self) -> Settings:
+        if self.kafka_security_protocol.startswith("SASL_") and not (
+            self.kafka_sasl_username and (self.kafka_sasl_password or self.kafka_sasl_password_file)
+        ):
+            raise ValueError(
+                f"MEMLOG_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} needs MEMLOG_KAFKA_SASL_USERNAME "
+                "and MEMLOG_KAFKA_SASL_PASSWORD (or MEMLOG_KAFKA_SASL_PASSWORD_FILE)"
+            )
+        if (self.kafka_ssl_certfile is None) != (self.kafka_ssl_keyfile is None):
+            raise ValueError("MEMLOG_KAFKA_SSL_CERTFILE and MEMLOG_KAFKA_SSL_KEYFILE go together")
+        if (self.redis_tls_certfile is None) != (self.redis_tls_keyfile is None):
+            raise ValueError("MEMLOG_REDIS_TLS_CERTFILE and MEMLOG_REDIS_TLS_KEYFILE go together")
+        return self
 
     # --- derived ---
     def master_key_bytes(self) -> bytes:

@@ -12,8 +12,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 
+from memlog import connections
 from memlog.settings import Settings
-from projections.mongo_store import mongo_client, mongo_errors
+from projections.mongo_store import mongo_errors
 from projections.redis_store import redis_errors
 
 COLLECTIONS = ("archive", "facts", "traces", "applied")
@@ -71,8 +72,8 @@ def _compare(where: str, left: dict[str, Any], right: dict[str, Any], names: tup
 
 async def verify(settings: Settings, left: str, right: str) -> list[Difference]:
     """Every difference between namespaces `left` and `right` (empty: identical)."""
-    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=30)
-    mongo = mongo_client(settings.mongo)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
     try:
         a = settings.model_copy(update={"namespace": left})
         b = settings.model_copy(update={"namespace": right})

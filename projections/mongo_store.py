@@ -28,8 +28,11 @@ def mongo_errors() -> Iterator[None]:
         raise StoreUnavailable(f"mongodb: {exc}") from exc
 
 
-def mongo_client(url: str, timeout_ms: int = 5000) -> AsyncMongoClient[dict[str, Any]]:
-    return AsyncMongoClient(url, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms, tz_aware=True)
+def mongo_client(url: str, timeout_ms: int = 5000, **options: Any) -> AsyncMongoClient[dict[str, Any]]:
+    """A client that gives up on an unreachable server after timeout_ms; options: credentials and TLS."""
+    return AsyncMongoClient(
+        url, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms, tz_aware=True, **options
+    )
 
 
 class MongoArchiveStore:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import faust
 
+from memlog.connections import faust_credentials
 from memlog.settings import Settings
 
 
@@ -13,6 +14,7 @@ def create_app(settings: Settings) -> faust.App:
     return faust.App(
         settings.group_id,
         broker=f"kafka://{settings.bootstrap}",
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         datadir=str(datadir),
         web_enabled=False,
@@ -22,6 +24,9 @@ def create_app(settings: Settings) -> faust.App:
         consumer_auto_offset_reset="earliest",
         broker_commit_every=100,
         broker_commit_interval=1.0,
+        # heartbeats come from the consumer's own thread, so a slow batch never expires the session;
+        # a SIGKILLed worker's partitions move on after this instead of Faust's 60 s
+        broker_session_timeout=settings.worker_session_timeout_seconds,
         producer_acks=-1,
         producer_max_request_size=settings.max_message_bytes,
         stream_wait_empty=False,

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import InvalidTimestampError, KafkaError
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    InvalidTimestampError,
+    KafkaError,
+    KafkaTimeoutError,
+    OutOfOrderSequenceNumber,
+    UnknownProducerId,
+)
 from aiokafka.partitioner import DefaultPartitioner
 
+from memlog.connections import kafka_options
 from memlog.errors import InvalidEvent, LogUnavailable
 from memlog.settings import Settings
 from projections.position import Position
@@ -24,12 +33,26 @@ from schemas.events import (
     Event,
     RunTraced,
     exchange_events,
+    now_ms,
     record_key,
     to_record,
 )
 from streams.sealer import Sealer
 
 log = logging.getLogger(__name__)
+
+# After a broker restart an idempotent aiokafka producer can lose its place in the broker's sequence
+# (OutOfOrderSequenceNumber on every later send, found in tests/test_faults.py); it never recovers by
+# itself, so the producer is replaced by a new one, with a new producer id.
+BROKEN_PRODUCER = (OutOfOrderSequenceNumber, UnknownProducerId, InvalidProducerEpoch, KafkaTimeoutError)
+REQUEST_TIMEOUT_MS = 15_000
+# Kafka refuses timestamps further ahead than message.timestamp.after.max.ms (1 h by default).
+MAX_FUTURE_MS = 3_600_000
+# A send normally fails by itself within the request timeout; across a broker restart an idempotent
+# producer has also been seen to leave a send waiting for good (tests/test_faults.py). Past this
+# deadline the send counts as failed, and its producer as broken.
+SEND_DEADLINE_SECONDS = 2 * REQUEST_TIMEOUT_MS / 1000
+STOP_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +88,8 @@ class EventProducer:
         self._idempotence = idempotence
         self._partitioner = DefaultPartitioner()
         self._kafka: AIOKafkaProducer | None = None
+        self._renewing = asyncio.Lock()
+        self.renewals = 0
 
     @property
     def _producer(self) -> AIOKafkaProducer:
@@ -72,22 +97,39 @@ class EventProducer:
             raise LogUnavailable("the producer is not started")
         return self._kafka
 
-    async def start(self) -> None:
-        """Connect; the client is made here because it belongs to the running event loop."""
-        self._kafka = AIOKafkaProducer(
-            bootstrap_servers=self._settings.bootstrap,
+    async def _connect(self) -> AIOKafkaProducer:
+        kafka = AIOKafkaProducer(
+            **kafka_options(self._settings),
             acks="all",
             enable_idempotence=self._idempotence,
             max_request_size=self._settings.max_message_bytes,
             max_batch_size=self._settings.max_message_bytes,
             linger_ms=2,
-            request_timeout_ms=15000,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
         )
         try:
-            await self._kafka.start()
+            await kafka.start()
         except KafkaError as exc:
-            await self._kafka.stop()
+            await kafka.stop()
             raise LogUnavailable(f"kafka at {self._settings.bootstrap}: {exc}") from exc
+        return kafka
+
+    async def start(self) -> None:
+        """Connect; the client is made here because it belongs to the running event loop."""
+        self._kafka = await self._connect()
+
+    async def _renew(self, broken: AIOKafkaProducer, error: KafkaError) -> None:
+        """Replace a producer that cannot recover (once, however many sends saw it fail)."""
+        async with self._renewing:
+            if id(self._kafka) != id(broken):  # another send replaced it already
+                return
+            self._kafka = await self._connect()  # raises LogUnavailable while the broker is still away
+            self.renewals += 1
+            log.warning("replaced the Kafka producer after %s: %s", type(error).__name__, error)
+        try:
+            await asyncio.wait_for(broken.stop(), STOP_TIMEOUT_SECONDS)
+        except (KafkaError, TimeoutError) as exc:
+            log.info("the replaced producer stopped with %s", type(exc).__name__)
 
     async def stop(self) -> None:
         if self._kafka is not None:
@@ -124,6 +166,9 @@ class EventProducer:
         if not events:
             raise InvalidEvent("events", "nothing to produce")
         first = events[0].envelope
+        latest = max(e.envelope.occurred_at for e in events)
+        if latest > now_ms() + MAX_FUTURE_MS:
+            raise InvalidEvent("occurred_at", f"{latest} is more than an hour ahead of this clock")
         key = record_key(first.tenant, first.owner)
         if any(record_key(e.envelope.tenant, e.envelope.owner) != key for e in events):
             raise InvalidEvent("events", "a batch must belong to one thread owner")
@@ -135,19 +180,28 @@ class EventProducer:
         if any(_topic_of(e) != short for e in events):
             raise InvalidEvent("events", "a batch goes to one topic: thread, fact and trace events apart")
         topic = self._settings.topic(short)
+        kafka = self._producer
         try:
-            partitions = sorted(await self._producer.partitions_for(topic))
-            partition = self._partitioner(key, partitions, partitions)
-            batch = self._producer.create_batch()
-            for value in values:
-                if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
-                    raise InvalidEvent(
-                        "events", f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes"
-                    )
-            future = await self._producer.send_batch(batch, topic, partition=partition)
-            meta = await future
+            async with asyncio.timeout(SEND_DEADLINE_SECONDS):
+                partitions = sorted(await kafka.partitions_for(topic))
+                partition = self._partitioner(key, partitions, partitions)
+                batch = kafka.create_batch()
+                for value in values:
+                    if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
+                        raise InvalidEvent(
+                            "events",
+                            f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes",
+                        )
+                future = await kafka.send_batch(batch, topic, partition=partition)
+                meta = await future
+        except TimeoutError as exc:
+            await self._renew(kafka, KafkaTimeoutError(f"no answer in {SEND_DEADLINE_SECONDS:.0f}s"))
+            raise LogUnavailable(f"kafka did not take {topic} in {SEND_DEADLINE_SECONDS:.0f}s") from exc
         except InvalidTimestampError as exc:
+            await self._renew(kafka, exc)  # the refused batch used up a sequence number
             raise InvalidEvent("occurred_at", f"{first.occurred_at} is outside what the broker accepts: {exc}") from exc
         except KafkaError as exc:
+            if isinstance(exc, BROKEN_PRODUCER):
+                await self._renew(kafka, exc)
             raise LogUnavailable(f"kafka refused {topic}: {exc}") from exc
         return Position(short, meta.partition, meta.offset + len(values) - 1)

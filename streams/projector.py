@@ -112,6 +112,8 @@ class Projector(Generic[E]):
         self._sealer = sealer
         self.shredded = 0  # records skipped because their subject was erased
         self.shredded_by: dict[tuple[str, str], int] = {}  # ... per (tenant, subject)
+        if metrics is not None:
+            metrics.unavailable.labels(name).set(0)
 
     async def handle(self, records: Sequence[Record]) -> None:
         """Apply a batch in log order; poison records are dead-lettered where they stand.
@@ -234,8 +236,14 @@ class Projector(Generic[E]):
         while True:
             try:
                 await step()
+                if delay > RETRY_FIRST_SECONDS:
+                    log.info("%s: available again after %.0fs", self.name, time.monotonic() - started)
+                    if self._metrics is not None:
+                        self._metrics.unavailable.labels(self.name).set(0)
                 return
             except (StoreUnavailable, LogUnavailable) as exc:
+                if self._metrics is not None:
+                    self._metrics.unavailable.labels(self.name).set(1)
                 log.warning(
                     "%s: unavailable for %.0fs, retrying in %.1fs: %s",
                     self.name,

@@ -21,14 +21,13 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
+from memlog import connections
 from memlog.metrics import Metrics
 from memlog.services import NamespacePointer, make_codec
 from memlog.settings import Settings
-from projections.mongo_store import mongo_client
 from projections.privacy_store import MongoKeyVault, MongoLedger
 from streams.projector import Record
 from streams.sealer import Sealer
@@ -116,8 +115,8 @@ async def replay(
     target = namespace or namespace_for_replay(settings.namespace)
     scoped = settings.model_copy(update={"namespace": target, "fold_agent": False})
     codec = make_codec(settings)
-    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=30, socket_connect_timeout=5)
-    mongo = mongo_client(settings.mongo)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
     privacy = mongo[settings.privacy_database]
     master = settings.master_key_bytes()
     sealer = Sealer(MongoKeyVault(privacy, master), cache_seconds=3600.0)  # keys cannot come back once gone
@@ -137,7 +136,7 @@ async def replay(
     for short, projector in built.projectors:
         by_topic.setdefault(settings.topic(short), []).append(projector)
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
+        **connections.kafka_options(settings),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_partition_fetch_bytes=8 * 1024 * 1024,
@@ -261,7 +260,7 @@ async def _drain(
 
 async def _commit_group(settings: Settings, group_id: str, positions: dict[TopicPartition, int]) -> None:
     """Hand over to the workers: the new namespace's consumer group starts where the replay stopped."""
-    committer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, group_id=group_id, enable_auto_commit=False)
+    committer = AIOKafkaConsumer(**connections.kafka_options(settings), group_id=group_id, enable_auto_commit=False)
     await committer.start()
     try:
         committer.assign(list(positions))

@@ -10,6 +10,7 @@ import time
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from memlog.connections import kafka_options
 from memlog.errors import LogUnavailable
 from memlog.settings import Settings
 
@@ -23,7 +24,7 @@ def topic_configs(settings: Settings) -> dict[str, str]:
 async def ensure_topics(settings: Settings) -> list[str]:
     """Create every missing topic; returns the names created. Existing topics are left as they are."""
     wanted = [*settings.subject_topics, settings.deadletter_topic]
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, request_timeout_ms=15000)
+    admin = AIOKafkaAdminClient(**kafka_options(settings), request_timeout_ms=15000)
     created: list[str] = []
     try:
         await admin.start()

@@ -16,9 +16,12 @@ from typing import Any
 
 import faust
 import redis.asyncio as aioredis
+from aiokafka.errors import KafkaError
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memlog import connections
 from memlog.embeddings import make_embedder
+from memlog.errors import LogUnavailable
 from memlog.metrics import Metrics
 from memlog.privacy import SubjectData
 from memlog.services import NamespacePointer, make_codec
@@ -28,7 +31,6 @@ from projections.mongo_store import (
     MongoCheckpoints,
     MongoFactStore,
     MongoTraceStore,
-    mongo_client,
 )
 from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
 from projections.redis_store import RedisCounters, RedisSessionStore
@@ -60,8 +62,11 @@ class FaustDeadLetters:
         self._topic = topic
 
     async def send(self, key: bytes | None, value: bytes) -> None:
-        pending = await self._topic.send(key=key, value=value)
-        await pending
+        try:
+            pending = await self._topic.send(key=key, value=value)
+            await pending
+        except KafkaError as exc:  # the projector retries it, as it retries a store outage
+            raise LogUnavailable(f"kafka refused the dead letter: {exc}") from exc
 
 
 @dataclass
@@ -157,8 +162,8 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     app = create_app(settings)
     codec = make_codec(settings)
     metrics = Metrics()
-    redis = aioredis.Redis.from_url(settings.redis, socket_timeout=10, socket_connect_timeout=5)
-    mongo = mongo_client(settings.mongo)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
     database = mongo[settings.mongo_db_name]
     privacy = mongo[settings.privacy_database]
     master = settings.master_key_bytes()
@@ -255,7 +260,7 @@ def run_worker(settings: Settings) -> None:
 
 
 async def active_namespace(settings: Settings) -> str:
-    mongo = mongo_client(settings.mongo)
+    mongo = connections.mongo(settings)
     try:
         return await NamespacePointer(mongo[settings.privacy_database], settings.app_id).active() or settings.namespace
     finally:

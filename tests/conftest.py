@@ -27,14 +27,20 @@ def base_settings(**overrides: Any) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Settings]:
-    settings = base_settings()
-    local = LocalStack(settings)
-    started = local.up()
+def local_stack() -> Iterator[LocalStack]:
+    """The local services; fault tests stop and start them one at a time through it."""
+    local = LocalStack(base_settings())
+    local.up()
     try:
-        yield settings
+        yield local
     finally:
-        local.down(started)
+        # what this session started, including a service a fault test started again
+        local.down([service.name for service in local.services if service.started_here])
+
+
+@pytest.fixture(scope="session")
+def stack(local_stack: LocalStack) -> Settings:
+    return base_settings()
 
 
 def unique_settings(stack: Settings, **overrides: Any) -> Settings:

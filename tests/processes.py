@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+from pydantic import SecretStr
 
 from memlog.settings import Settings
 
@@ -23,7 +24,9 @@ def settings_env(settings: Settings) -> dict[str, str]:
     """The MEMLOG_* environment that rebuilds these settings in another process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}
     for name, value in settings.model_dump().items():
-        if isinstance(value, dict | list):
+        if isinstance(value, SecretStr):
+            env[f"MEMLOG_{name.upper()}"] = value.get_secret_value()
+        elif isinstance(value, dict | list):
             env[f"MEMLOG_{name.upper()}"] = json.dumps(value)  # pydantic-settings reads complex values as JSON
         elif value is not None:
             env[f"MEMLOG_{name.upper()}"] = str(value)

@@ -13,9 +13,17 @@ COMPOSE = (Path(__file__).resolve().parent.parent / "docker-compose.yml").read_t
 
 
 def compose_env() -> dict[str, str]:
+    """The memlog environment as compose gives it, with ${VAR:-default} taken at its default."""
     block = COMPOSE.split("x-memlog-env: &memlog-env", 1)[1].split("\n\n", 1)[0]
     found = re.findall(r"^\s+(MEMLOG_[A-Z_]+):\s*(.*?)(?:\s+#.*)?$", block, re.M)
-    return {key: value.strip().strip('"') for key, value in found}
+    return {key: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value.strip().strip('"')) for key, value in found}
+
+
+def test_no_secret_is_written_in_docker_compose() -> None:
+    block = COMPOSE.split("x-memlog-env: &memlog-env", 1)[1].split("\n\n", 1)[0]
+    for name in SECRET_SETTINGS - {"MEMLOG_BACKEND_TOKENS", "MEMLOG_OPERATOR_TOKENS"}:
+        value = re.search(rf"^\s+{name}:\s*(.*)$", block, re.M)
+        assert value is not None and value.group(1).strip() in ('""', f"${{{name}:-}}"), name
 
 
 def test_every_setting_is_mirrored_in_docker_compose() -> None:
@@ -39,6 +47,9 @@ SECRET_SETTINGS = {
     "MEMLOG_SUMMARIZER_API_KEY",
     "MEMLOG_EMBEDDINGS_API_KEY",
     "MEMLOG_MASTER_KEY",
+    "MEMLOG_KAFKA_SASL_PASSWORD",
+    "MEMLOG_REDIS_PASSWORD",
+    "MEMLOG_MONGO_PASSWORD",
 }
 
 

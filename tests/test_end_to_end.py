@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,8 +183,18 @@ async def test_health_and_openapi(http: httpx.AsyncClient) -> None:
     spec = (await http.get("/openapi.json")).json()
     assert "/v1/exchanges" in spec["paths"]
     assert "/v1/tenants/{tenant}/subjects/{subject}/context" in spec["paths"]
-    ready = await http.get("/readyz")
+    # every projection (sessions, archive, facts-activity, facts, traces) catches up with the log
+    deadline = time.monotonic() + 60
+    while (ready := await http.get("/readyz")).status_code != 200 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
     assert ready.status_code == 200 and ready.json()["ready"] is True
+    assert {name.split("/")[0] for name in ready.json()["lag"]} == {
+        "sessions",
+        "facts-activity",
+        "archive",
+        "facts",
+        "traces",
+    }
 
 
 async def test_the_api_and_the_worker_export_prometheus_metrics(

@@ -1,0 +1,236 @@
+"""Soak: a steady stream of exchanges for a long while, the worker SIGKILLed and restarted on a schedule.
+
+Produces RATE exchanges a second (question, one tool call, answer: three events) onto Kafka with
+memlog's producer, for MINUTES, spread over subjects so each subject's exchanges stay in order. Every
+KILL_EVERY minutes the worker is killed with SIGKILL (no clean shutdown, no final commit) and started
+again. Every few seconds it samples each projection's lag (records on the threads topic not yet
+applied) and the worker's resident memory. At the end it waits for the projections to catch up and
+reads every session back: each exchange must be there exactly once, in order.
+
+    python -m bench.soak                       # the issue's soak: 500/s for 30 min, a kill every 5 min
+    python -m bench.soak --rate 100 --minutes 3 --kill-every 1
+
+Folds are off (MEMLOG_FOLD_AGENT=false) so that a session keeps every exchange to be counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from memlog.connections import kafka_options
+from memlog.errors import LogUnavailable
+from memlog.localstack import LocalStack
+from memlog.services import Services, open_services
+from memlog.settings import Settings
+from projections.session import ThreadKey
+from streams.topics import ensure_topics
+from tests.conftest import base_settings, unique_settings
+from tests.processes import MemlogProcess, start_worker
+
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+TENANT = "soak"
+TICK_SECONDS = 0.1
+
+
+@dataclass
+class Samples:
+    at: list[float] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)
+    lag: dict[str, list[int]] = field(default_factory=dict)
+    kills: list[float] = field(default_factory=list)
+    produced: int = 0
+    produce_retries: int = 0
+
+
+def rss_mb(pid: int) -> float:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values: list[int], share: float) -> float:
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(len(ordered) * share))]) if ordered else 0.0
+
+
+async def produce(services: Services, rate: int, seconds: float, subjects: int, samples: Samples) -> list[int]:
+    """Exchanges at a steady rate, by the clock (a slow tick is caught up); returns the count per subject."""
+    counts = [0] * subjects
+    started = time.monotonic()
+    next_subject = 0
+
+    async def one(subject: int, number: int) -> None:
+        payload = {
+            "tenant": TENANT,
+            "subject": f"s{subject:05d}",
+            "question": f"s{subject:05d} q{number}",
+            "tool_calls": [{"name": "count", "arguments": {"n": number}, "result": number}],
+            "answer": f"a{number}",
+        }
+        while True:
+            try:
+                await services.producer.record_exchange(payload)
+                return
+            except LogUnavailable:
+                samples.produce_retries += 1
+                await asyncio.sleep(0.5)
+
+    while (elapsed := time.monotonic() - started) < seconds:
+        due = int(elapsed * rate) + 1 - samples.produced
+        batch = []
+        for _ in range(max(0, min(due, subjects))):  # one exchange per subject per tick keeps each in order
+            batch.append(one(next_subject, counts[next_subject]))
+            counts[next_subject] += 1
+            next_subject = (next_subject + 1) % subjects
+        await asyncio.gather(*batch)
+        samples.produced += len(batch)
+        await asyncio.sleep(max(0.0, TICK_SECONDS - (time.monotonic() - started - elapsed)))
+    return counts
+
+
+async def lag_now(consumer: AIOKafkaConsumer, services: Services, settings: Settings) -> dict[str, int]:
+    partitions = [TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)]
+    ends = await consumer.end_offsets(partitions)
+    lags: dict[str, int] = {}
+    for name, checkpoints in (
+        ("sessions", services.sessions),
+        ("archive", services.archive_checkpoints),
+        ("facts-activity", services.fact_activity),
+    ):
+        total = 0
+        for tp in partitions:
+            total += max(0, ends[tp] - 1 - await checkpoints.applied("threads", tp.partition))
+        lags[name] = total
+    return lags
+
+
+async def soak(settings: Settings, rate: int, minutes: float, kill_every: float, sample_seconds: float) -> None:
+    await ensure_topics(settings)
+    subjects = max(1, rate * 2)
+    samples = Samples()
+    worker: MemlogProcess = await asyncio.to_thread(start_worker, settings, LOGS)
+    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False)
+    await consumer.start()
+    began = time.monotonic()
+    stop = asyncio.Event()
+    try:
+        async with open_services(settings, producer=True) as services:
+
+            async def sampler() -> None:
+                while not stop.is_set():
+                    try:
+                        lags = await lag_now(consumer, services, settings)
+                    except Exception as exc:  # a sample lost to a busy store is not a soak failure
+                        print(f"  sample skipped: {exc}")
+                    else:
+                        samples.at.append(time.monotonic() - began)
+                        samples.rss_mb.append(rss_mb(worker.process.pid) if worker.process.poll() is None else 0.0)
+                        for name, value in lags.items():
+                            samples.lag.setdefault(name, []).append(value)
+                    await asyncio.sleep(sample_seconds)
+
+            async def killer() -> None:
+                """Kills on the clock (every kill_every minutes from the start), however long a restart took."""
+                nonlocal worker
+                for number in itertools.count(1):
+                    try:
+                        due = max(0.0, began + number * kill_every * 60 - time.monotonic())
+                        await asyncio.wait_for(produced.wait(), due)
+                        return
+                    except TimeoutError:
+                        pass
+                    before = rss_mb(worker.process.pid)
+                    worker.kill()
+                    samples.kills.append(time.monotonic() - began)
+                    print(f"  {time.monotonic() - began:7.1f}s  worker SIGKILLed at {before:.0f} MB RSS; restarting")
+                    worker = await asyncio.to_thread(start_worker, settings, LOGS)
+
+            produced = asyncio.Event()
+            sampling = asyncio.create_task(sampler())
+            killing = asyncio.create_task(killer())
+            producing = time.monotonic()
+            counts = await produce(services, rate, minutes * 60, subjects, samples)
+            produced_in = time.monotonic() - producing
+            produced.set()
+            await killing  # a restart under way finishes, so the worker stopped below is the live one
+            print(
+                f"produced {samples.produced:,} exchanges ({samples.produced * 3:,} events) in {produced_in:.1f}s: "
+                f"{samples.produced / produced_in:.1f}/s against {rate}/s asked; {samples.produce_retries} retries"
+            )
+            while True:
+                lags = await lag_now(consumer, services, settings)
+                if not any(lags.values()):
+                    break
+                await asyncio.sleep(1)
+            print(f"caught up {time.monotonic() - producing - produced_in:.1f}s after the last exchange")
+            stop.set()
+            await sampling
+            missing = doubled = disordered = 0
+            for subject, count in enumerate(counts):
+                session = await services.sessions.read(ThreadKey.session(TENANT, f"s{subject:05d}"))
+                questions = [e.question for e in session.exchanges] if session else []
+                expected = [f"s{subject:05d} q{n}" for n in range(count)]
+                missing += len(set(expected) - set(questions))
+                doubled += len(questions) - len(set(questions))
+                if sorted(set(questions)) == sorted(expected) and list(dict.fromkeys(questions)) != expected:
+                    disordered += 1
+            verdict = "every exchange applied exactly once, in order" if not (missing or doubled or disordered) else ""
+            print(
+                f"read back {sum(counts):,} exchanges of {subjects} sessions: {missing} missing, {doubled} doubled, "
+                f"{disordered} sessions out of order. {verdict}"
+            )
+    finally:
+        stop.set()
+        await consumer.stop()
+        worker.stop()
+    report(samples, rate)
+
+
+def report(samples: Samples, rate: int) -> None:
+    print(f"\nworker SIGKILLed {len(samples.kills)} times, at {', '.join(f'{t:.0f}s' for t in samples.kills)}")
+    print(f"lag over {len(samples.at)} samples (records on the threads topic not yet applied), p50 / p99 / max:")
+    for name, values in samples.lag.items():
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        print(
+            f"  {name:16} {p50:10,.0f} / {p99:10,.0f} / {max(values):10,} records"
+            f"   (p99 = {p99 / (3 * rate):.1f}s of production)"
+        )
+    print("worker RSS over time (MB), per minute; 0 while it restarts:")
+    by_minute: dict[int, list[float]] = {}
+    for at, rss in zip(samples.at, samples.rss_mb, strict=True):
+        by_minute.setdefault(int(at // 60), []).append(rss)
+    for minute, values in sorted(by_minute.items()):
+        live = [v for v in values if v > 0]
+        if live:
+            middle = statistics.median(live)
+            print(f"  minute {minute:3d}: min {min(live):6.0f}  median {middle:6.0f}  max {max(live):6.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=500, help="exchanges a second (default 500)")
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long to produce (default 30)")
+    parser.add_argument("--kill-every", type=float, default=5.0, help="minutes between worker kills (default 5)")
+    parser.add_argument("--sample-seconds", type=float, default=2.0, help="lag and memory sampling interval")
+    args = parser.parse_args()
+    stack = base_settings()
+    local = LocalStack(stack)
+    started = local.up()
+    try:
+        settings = unique_settings(stack, fold_agent=False, mongo_database="memlogsoak")
+        asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds))
+    finally:
+        local.down(started)
+
+
+if __name__ == "__main__":
+    main()
