@@ -715,6 +715,7 @@ def create_api(settings: Settings) -> FastAPI:
         )
         position = await api.services.producer.produce([event])
         done = await _privacy_applied(api, position)
+        api.services.sealer.forget()  # this process writes no more with the erased key
         entry = await api.services.ledger.get(request_id) if done else None
         return PrivacyOut(request_id=request_id, position=position.token(), done=done, ledger=_ledger_view(entry))
 

@@ -18,22 +18,32 @@ class KeyVault(Protocol):
 class Sealer:
     """The key vault plus a short cache of data keys for reading.
 
-    Writing always asks the vault (an erased subject gets a new key at once). Reading caches a
-    key for `cache_seconds`; the process that erases a subject forgets its key at once
-    (`forget`), any other process within that bound.
+    Keys are cached for `cache_seconds`, for writing and for reading, so a short outage of the
+    vault's MongoDB does not stop writes of active subjects. The process that erases a subject
+    forgets its keys at once (`forget`); any other process within that bound, so an exchange
+    written there in the seconds after an erasure can still be sealed with the erased key, and is
+    then skipped like everything else of the erased subject.
     """
 
     def __init__(self, vault: KeyVault, cache_seconds: float = 5.0) -> None:
         self._vault = vault
         self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[bytes, float]] = {}
+        self._writing: dict[tuple[str, str], tuple[str, bytes, float]] = {}
 
     async def seal(self, full_name: str, record: dict[str, Any]) -> dict[str, Any]:
         if not needs_seal(full_name, record):
             return record
         env = record["envelope"]
-        key_id, key = await self._vault.key_for_write(env["tenant"], env["subject"])
-        return seal(full_name, record, key_id, key)
+        who = (env["tenant"], env["subject"])
+        now = time.monotonic()
+        cached = self._writing.get(who)
+        if cached is None or now - cached[2] > self._cache_seconds:
+            key_id, key = await self._vault.key_for_write(*who)
+            if len(self._writing) > 100_000:
+                self._writing.clear()
+            cached = self._writing[who] = (key_id, key, now)
+        return seal(full_name, record, cached[0], cached[1])
 
     async def open_many(self, items: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | Shredded | DecodeError]:
         """Each record opened, Shredded when its key is gone, DecodeError when it does not open.
@@ -72,3 +82,4 @@ class Sealer:
     def forget(self) -> None:
         """Drop every cached key (after an erasure in this process)."""
         self._cache.clear()
+        self._writing.clear()

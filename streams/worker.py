@@ -21,7 +21,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog import connections
 from memlog.embeddings import make_embedder
-from memlog.errors import LogUnavailable
+from memlog.errors import LogUnavailable, StoreUnavailable
 from memlog.metrics import Metrics
 from memlog.privacy import SubjectData
 from memlog.services import NamespacePointer, make_codec
@@ -228,7 +228,11 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     @app.timer(interval=2.0)  # type: ignore[untyped-decorator]
     async def follow_pointer() -> None:
         """A replay that finished moved the pointer: start again in the new namespace (same pid)."""
-        active = await pointer.active() or base.namespace
+        try:
+            active = await pointer.active() or base.namespace
+        except StoreUnavailable as exc:  # MongoDB is away: keep going, look again on the next tick
+            log.debug("namespace pointer unreadable: %s", exc)
+            return
         if active != settings.namespace:
             log.warning("namespace switched from %s to %s: restarting in it", settings.namespace, active)
             os.execv(sys.executable, sys.orig_argv)
