@@ -50,3 +50,15 @@ class Unauthorized(MemlogError):
 
 class Forbidden(MemlogError):
     """A known credential that may not do this: another tenant's data, or an operator action."""
+
+
+class TargetExists(MemlogError):
+    """A rename or fork names a conversation that exists already."""
+
+
+class NothingToDo(MemlogError):
+    """An operation that would change nothing (a compact with nothing old enough to fold)."""
+
+
+class NotFound(MemlogError):
+    """What was asked for is not held (never recorded, purged, or not applied yet)."""

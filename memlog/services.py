@@ -12,6 +12,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog.settings import Settings
+from projections.mongo_archives import MongoConversationArchive, MongoIdempotency
 from projections.mongo_store import (
     MongoArchiveStore,
     MongoCheckpoints,
@@ -40,6 +41,8 @@ class Services:
     facts: MongoFactStore
     fact_activity: MongoCheckpoints
     traces: MongoTraceStore
+    conversations: MongoConversationArchive
+    idempotency: MongoIdempotency
     _producer: EventProducer | None = None
 
     @property
@@ -74,6 +77,8 @@ async def open_services(settings: Settings, *, producer: bool = False) -> AsyncI
         facts=MongoFactStore(database),
         fact_activity=MongoCheckpoints(database, "facts-activity"),
         traces=MongoTraceStore(database),
+        conversations=MongoConversationArchive(database),
+        idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
     )
     try:
         if producer:

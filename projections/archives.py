@@ -205,7 +205,7 @@ def match(query: str, text: str) -> Match | None:
     found = [token for token in wanted if token in have]
     if len(found) < min(2, len(wanted)):
         return None
-    first = min((m.start() for m in (re.search(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])", normal) for t in found) if m))
+    first = min(m.start() for m in (re.search(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])", normal) for t in found) if m)
     return Match(False, len(found), first)
 
 
@@ -337,43 +337,44 @@ def conversation_ref(event: ThreadEvent) -> ConversationRef:
 
 def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
     """The entry an exchange event or a fold's summary becomes; None for other events."""
-    env = event.envelope
-    common = {
-        "ref": conversation_ref(event),
-        "store_id": f"{position.topic}:{position.partition}:{position.offset}",
-        "seq": position.offset,
-        "occurred_at": env.occurred_at,
-        "subject": env.subject,
-        "agent": env.agent,
-    }
+    exchange_id: str | None
+    original: str | None = None
+    enters_prompt = True
     if isinstance(event, QuestionAsked):
         text, entry_id, role, original = event.question, f"{event.exchange_id}.q", "question", event.original
+        exchange_id = event.exchange_id
     elif isinstance(event, ToolCalled):
         text = f"{event.name} {event.arguments} {event.result}"
         entry_id, role, original = f"{event.exchange_id}.t{event.call_index}", "tool", event.original
+        exchange_id = event.exchange_id
     elif isinstance(event, AnswerGiven):
         text, entry_id, role, original = event.answer, f"{event.exchange_id}.a", "answer", event.original
+        exchange_id = event.exchange_id
     elif isinstance(event, ThreadFolded):
         # 004: "The stored compaction summary is a debug entry marked entersPrompt: false"
-        return Entry(
-            **common,
-            entry_id=f"fold.{event.fold_id}",
-            exchange_id=None,
-            role="summary",
-            text=event.summary,
-            original=None,
-            enters_prompt=False,
-            terms=index_terms(event.summary),
+        text, entry_id, role, exchange_id, enters_prompt = (
+            event.summary,
+            f"fold.{event.fold_id}",
+            "summary",
+            None,
+            False,
         )
     else:
         return None
+    env = event.envelope
     return Entry(
-        **common,
+        ref=conversation_ref(event),
         entry_id=entry_id,
-        exchange_id=event.exchange_id,
+        store_id=f"{position.topic}:{position.partition}:{position.offset}",
+        seq=position.offset,
+        exchange_id=exchange_id,
         role=role,
+        occurred_at=env.occurred_at,
         text=text,
         original=original,
+        subject=env.subject,
+        agent=env.agent,
+        enters_prompt=enters_prompt,
         terms=index_terms(text),
     )
 
@@ -410,7 +411,9 @@ def plan_archive(
         elif isinstance(event, ThreadRenamed):
             ops.append(MoveConversation(ref, event.target, at))
         elif isinstance(event, ThreadForked):
-            ops.append(ForkConversation(ref, event.target, at, min(event.entries, fork_entries), event.envelope.occurred_at))
+            ops.append(
+                ForkConversation(ref, event.target, at, min(event.entries, fork_entries), event.envelope.occurred_at)
+            )
         elif isinstance(event, ThreadArchived):
             ops.append(SetMeta(ref, event.archived, event.protected, event.kind, event.label))
         elif isinstance(event, ThreadPurged):

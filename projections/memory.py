@@ -199,7 +199,8 @@ class MemoryConversationArchive:
         return [e for e in self._entries.values() if e.ref == ref and e.seq < before]
 
     def _generation(self, op: ArchiveGeneration) -> None:
-        for entry in self._of(op.ref, op.before):
+        for held in self._of(op.ref, op.before):
+            entry = held
             if entry.reset_at != NEVER:
                 continue
             if op.kind == "reset":

@@ -140,14 +140,24 @@ class MongoConversationArchive:
     async def prepare(self) -> None:
         with mongo_errors():
             await self._entries.create_index(
-                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING), ("conversation", ASCENDING),
-                 ("entry_id", ASCENDING)],
+                [
+                    ("tenant", ASCENDING),
+                    ("thread", ASCENDING),
+                    ("owner", ASCENDING),
+                    ("conversation", ASCENDING),
+                    ("entry_id", ASCENDING),
+                ],
                 name="entry_identity",
                 unique=True,
             )
             await self._entries.create_index(
-                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING), ("conversation", ASCENDING),
-                 ("seq", ASCENDING)],
+                [
+                    ("tenant", ASCENDING),
+                    ("thread", ASCENDING),
+                    ("owner", ASCENDING),
+                    ("conversation", ASCENDING),
+                    ("seq", ASCENDING),
+                ],
                 name="by_conversation",
             )
             await self._entries.create_index(
@@ -341,7 +351,9 @@ class MongoConversationArchive:
             doc = await self._conversations.find_one({"_id": conversation_id(ref)})
         return None if doc is None else _meta(doc)
 
-    async def conversations(self, tenant: str, thread: str | None = None, owner: str | None = None) -> list[ConversationMeta]:
+    async def conversations(
+        self, tenant: str, thread: str | None = None, owner: str | None = None
+    ) -> list[ConversationMeta]:
         query: dict[str, Any] = {"tenant": tenant}
         if thread is not None:
             query["thread"] = thread
@@ -479,11 +491,12 @@ class MongoConversationArchive:
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         with mongo_errors():
-            docs = await self._entries.find({"tenant": tenant, "subject": subject}, {"terms": 0}).sort(
-                "seq", ASCENDING
-            ).to_list()
+            docs = (
+                await self._entries.find({"tenant": tenant, "subject": subject}, {"terms": 0})
+                .sort("seq", ASCENDING)
+                .to_list()
+            )
         return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
-
 
 
 class MongoIdempotency:
@@ -507,7 +520,9 @@ class MongoIdempotency:
     def _id(tenant: str, thread: str, owner: str, key: str) -> str:
         return f"{len(tenant)}:{KEY_SEPARATOR.join((tenant, thread, owner, key))}"
 
-    async def reserve(self, tenant: str, thread: str, owner: str, key: str, subject: str | None) -> dict[str, Any] | None:
+    async def reserve(
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+    ) -> dict[str, Any] | None:
         """None when this call holds the key now; else what the key holds (pending, or the accepted answer)."""
         now = dt.datetime.now(dt.UTC)
         doc = {

@@ -15,13 +15,14 @@ from projections.position import Position
 from schemas.events import (
     AUTOMATION_THREAD,
     MAIN_CONVERSATION,
-    THREAD_OPERATIONS,
     PUBLIC_THREAD,
     SESSION_THREAD,
     AnswerGiven,
     QuestionAsked,
+    ThreadArchived,
     ThreadEvent,
     ThreadFolded,
+    ThreadForked,
     ThreadPurged,
     ThreadRenamed,
     ThreadReset,
@@ -227,7 +228,7 @@ def apply_event(
         # the current conversation moved away or was purged: the session starts afresh, like a reset
         last = head.last_question_at if head else env.occurred_at
         return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")
-    if isinstance(event, THREAD_OPERATIONS):
+    if isinstance(event, ThreadForked | ThreadArchived):
         return None  # fork and archive metadata leave the source conversation as it is
     if isinstance(event, ThreadReset):
         last = head.last_question_at if head else env.occurred_at
@@ -325,7 +326,7 @@ def event_exchange_ids(event: ThreadEvent) -> tuple[str, ...]:
     """The exchanges a rule needs loaded to apply the event."""
     if isinstance(event, ThreadFolded):
         return event.covers
-    if isinstance(event, ThreadReset) or isinstance(event, THREAD_OPERATIONS):
+    if isinstance(event, ThreadReset | ThreadRenamed | ThreadForked | ThreadArchived | ThreadPurged):
         return ()
     return (event.exchange_id,)
 

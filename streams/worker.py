@@ -14,6 +14,7 @@ from memlog.embeddings import make_embedder
 from memlog.metrics import Metrics
 from memlog.services import make_codec
 from memlog.settings import Settings
+from projections.mongo_archives import MongoConversationArchive
 from projections.mongo_store import (
     MongoArchiveStore,
     MongoCheckpoints,
@@ -84,6 +85,7 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
     sessions = RedisSessionStore(redis, settings.redis_prefix)
     archive = MongoArchiveStore(database)
     archive_checkpoints = MongoCheckpoints(database, "archive")
+    conversations = MongoConversationArchive(database)
     count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
 
     def projector(name: str, step: Step[ThreadEvent], checkpoints: Checkpoints) -> Projector[ThreadEvent]:
@@ -154,11 +156,19 @@ def build_worker(settings: Settings) -> tuple[faust.App, Callable[[], Awaitable[
     )
     subscribe(app, threads, projector("sessions", step, sessions), settings)
     subscribe(
-        app, threads, projector("archive", ArchiveStep(archive, archive_checkpoints), archive_checkpoints), settings
+        app,
+        threads,
+        projector(
+            "archive",
+            ArchiveStep(archive, archive_checkpoints, conversations, fork_entries=settings.fork_entries),
+            archive_checkpoints,
+        ),
+        settings,
     )
 
     async def prepare() -> None:
         await archive.prepare()
+        await conversations.prepare()
         await facts.prepare()
         await traces.prepare()
         await producer.start()
