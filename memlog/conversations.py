@@ -134,13 +134,21 @@ class Conversations:
         hits = rank(query, candidates, after=after, limit=limit + 1)
         more = len(hits) > limit
         hits = hits[:limit]
+        by_conversation: dict[ConversationRef, list[int]] = {}
+        for hit in hits:
+            by_conversation.setdefault(hit.entry.ref, []).append(hit.entry.seq)
+        nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
+        if radius:
+            for ref, seqs in by_conversation.items():
+                for seq, found in (await self.store.neighbours(ref, seqs, radius, snapshot)).items():
+                    nearby[(ref, seq)] = found
         results = []
         for hit in hits:
             item = _brief(hit.entry, hit.found.at, snapshot)
             item["match"] = "phrase" if hit.found.phrase else "tokens"
             item["coverage"] = hit.found.coverage
             item["source_ref"] = {"entry_id": hit.entry.entry_id, "conversation": hit.entry.ref.conversation}
-            near = await self.store.neighbours(hit.entry.ref, hit.entry.seq, radius, snapshot) if radius else []
+            near = nearby.get((hit.entry.ref, hit.entry.seq), [])
             item["neighbours"] = [
                 _brief(n, (match(query, n.text) or _NOWHERE).at, snapshot)
                 for n in near

@@ -458,6 +458,19 @@ def forked(source: Sequence[Entry], op: ForkConversation) -> list[Entry]:
     ]
 
 
+def neighbours_of(ordered: Sequence[Entry], seqs: Iterable[int], radius: int) -> dict[int, list[Entry]]:
+    """Up to `radius` entries either side of each seq, from one ordered run of the conversation."""
+    position = {entry.seq: index for index, entry in enumerate(ordered)}
+    found: dict[int, list[Entry]] = {}
+    for seq in seqs:
+        at = position.get(seq)
+        if at is None:
+            found[seq] = []
+            continue
+        found[seq] = [*ordered[max(0, at - radius) : at], *ordered[at + 1 : at + 1 + radius]]
+    return found
+
+
 # --- export and search scope ----------------------------------------------------------------
 
 

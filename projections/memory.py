@@ -22,6 +22,7 @@ from projections.archives import (
     forked,
     in_scope,
     meta_after_entry,
+    neighbours_of,
 )
 from projections.facts import FactPolicy, SubjectFacts, questioned
 from projections.position import Position
@@ -342,11 +343,11 @@ class MemoryConversationArchive:
             if (e.ref.tenant, e.ref.thread, e.ref.owner, e.entry_id) == (tenant, thread, owner, entry_id)
         ]
 
-    async def neighbours(self, ref: ConversationRef, seq: int, radius: int, snapshot: int) -> list[Entry]:
+    async def neighbours(
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+    ) -> dict[int, list[Entry]]:
         ordered = sorted((e for e in self._entries.values() if e.ref == ref and e.seq <= snapshot), key=lambda e: e.seq)
-        before = [e for e in ordered if e.seq < seq][-radius:]
-        after_ = [e for e in ordered if e.seq > seq][:radius]
-        return before + after_
+        return neighbours_of(ordered, seqs, radius)
 
     async def erase_subject(self, tenant: str, subject: str) -> int:
         gone = [k for k, e in self._entries.items() if e.ref.tenant == tenant and e.subject == subject]

@@ -31,7 +31,9 @@ from projections.archives import (
     Scope,
     SetMeta,
     forked,
+    in_scope,
     meta_after_entry,
+    neighbours_of,
 )
 from projections.mongo_store import DUPLICATE_KEY, mongo_errors
 from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
@@ -166,6 +168,9 @@ class MongoConversationArchive:
             )
             await self._entries.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
             await self._conversations.create_index([("tenant", ASCENDING), ("last_at", ASCENDING)], name="by_age")
+            await self._conversations.create_index(
+                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING)], name="by_thread"
+            )
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -363,47 +368,17 @@ class MongoConversationArchive:
             docs = await self._conversations.find(query).sort("last_at", ASCENDING).to_list()
         return [_meta(d) for d in docs]
 
-    def _query(
-        self,
-        tenant: str,
-        thread: str,
-        owner: str,
-        *,
-        conversation: str | None,
-        scope: Scope,
-        snapshot: int,
-        since: int | None = None,
-        until: int | None = None,
+    def candidate_query(
+        self, tenant: str, thread: str, owner: str, terms: list[str], *, conversation: str | None
     ) -> dict[str, Any]:
-        query: dict[str, Any] = {"tenant": tenant, "thread": thread, "owner": owner, "seq": {"$lte": snapshot}}
+        """The MongoDB filter search issues (the benchmark times it raw).
+
+        Equality on the thread and the terms only: SecantusDB's planner falls back to a collection scan
+        when a range joins them, so scope, snapshot and dates are checked on what comes back.
+        """
+        query: dict[str, Any] = {"tenant": tenant, "thread": thread, "owner": owner}
         if conversation is not None:
             query["conversation"] = conversation
-        if scope == "current":
-            query["reset_at"] = {"$gt": snapshot}
-        if since is not None or until is not None:
-            query["occurred_at"] = {
-                **({"$gte": since} if since is not None else {}),
-                **({"$lt": until} if until is not None else {}),
-            }
-        return query
-
-    def candidate_query(
-        self,
-        tenant: str,
-        thread: str,
-        owner: str,
-        terms: list[str],
-        *,
-        conversation: str | None,
-        scope: Scope,
-        snapshot: int,
-        since: int | None = None,
-        until: int | None = None,
-    ) -> dict[str, Any]:
-        """The MongoDB filter search issues (the benchmark times it raw)."""
-        query = self._query(
-            tenant, thread, owner, conversation=conversation, scope=scope, snapshot=snapshot, since=since, until=until
-        )
         if terms:
             query["terms"] = {"$in": terms}
         return query
@@ -421,20 +396,17 @@ class MongoConversationArchive:
         since: int | None = None,
         until: int | None = None,
     ) -> list[Entry]:
-        query = self.candidate_query(
-            tenant,
-            thread,
-            owner,
-            terms,
-            conversation=conversation,
-            scope=scope,
-            snapshot=snapshot,
-            since=since,
-            until=until,
-        )
+        query = self.candidate_query(tenant, thread, owner, terms, conversation=conversation)
         with mongo_errors():
             docs = await self._entries.find(query, {"terms": 0}).to_list()
-        return [entry_of_doc(d) for d in docs]
+        found = (entry_of_doc(d) for d in docs)
+        return [
+            e
+            for e in found
+            if in_scope(e, scope, snapshot)
+            and (since is None or e.occurred_at >= since)
+            and (until is None or e.occurred_at < until)
+        ]
 
     async def entries(
         self,
@@ -463,22 +435,32 @@ class MongoConversationArchive:
             ).to_list()
         return [entry_of_doc(d) for d in docs]
 
-    async def neighbours(self, ref: ConversationRef, seq: int, radius: int, snapshot: int) -> list[Entry]:
-        """Up to `radius` entries either side of `seq` in the conversation, in order."""
+    async def neighbours(
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+    ) -> dict[int, list[Entry]]:
+        """Up to `radius` entries either side of each seq: three range reads per conversation, not two per hit."""
+        low, high = min(seqs), max(seqs)
+        where = _where(ref)
         with mongo_errors():
             before = (
-                await self._entries.find({**_where(ref), "seq": {"$lt": seq}}, {"terms": 0})
+                await self._entries.find({**where, "seq": {"$lt": low}}, {"terms": 0})
                 .sort("seq", DESCENDING)
                 .limit(radius)
                 .to_list()
             )
+            between = (
+                await self._entries.find({**where, "seq": {"$gte": low, "$lte": high}}, {"terms": 0})
+                .sort("seq", ASCENDING)
+                .to_list()
+            )
             after = (
-                await self._entries.find({**_where(ref), "seq": {"$gt": seq, "$lte": snapshot}}, {"terms": 0})
+                await self._entries.find({**where, "seq": {"$gt": high, "$lte": snapshot}}, {"terms": 0})
                 .sort("seq", ASCENDING)
                 .limit(radius)
                 .to_list()
             )
-        return [entry_of_doc(d) for d in reversed(before)] + [entry_of_doc(d) for d in after]
+        ordered = [entry_of_doc(d) for d in [*reversed(before), *between, *after]]
+        return neighbours_of(ordered, seqs, radius)
 
     # --- erasure hooks (issue 7 plugs these into its cascade) ---------------------------------
 

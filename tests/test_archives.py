@@ -85,7 +85,9 @@ async def test_originals_keep_escaped_nul_and_lone_surrogates_byte_for_byte(http
     assert held.content == raw.encode()
     # the streaming routes keep theirs too
     part = '{"tenant":"castle-eu-1","subject":"nul-ann","question":"again \\u0000\\udfff"}'
-    asked = await http.post("/v1/exchanges/ex-stream/question", content=part, headers={"content-type": "application/json"})
+    asked = await http.post(
+        "/v1/exchanges/ex-stream/question", content=part, headers={"content-type": "application/json"}
+    )
     assert asked.status_code == 202, asked.text
     again = await http.get(
         f"{thread('nul-ann')}/entries/ex-stream.q/original", params={"after": asked.json()["position"]}
@@ -107,7 +109,10 @@ async def test_twenty_parallel_identical_appends_make_one_entry_and_one_event(
     after = await end_offsets(archive_settings)
     assert sum(after.values()) - sum(before.values()) == 2  # one question, one answer
     page = await export(http, "idem-ann", after=answers[0]["position"])
-    assert [e["entry_id"] for e in page["entries"]] == [f"{answers[0]['exchange_id']}.q", f"{answers[0]['exchange_id']}.a"]
+    assert [e["entry_id"] for e in page["entries"]] == [
+        f"{answers[0]['exchange_id']}.q",
+        f"{answers[0]['exchange_id']}.a",
+    ]
     assert all(isinstance(e["seq"], str) and e["seq"].isdigit() for e in page["entries"])
 
 
@@ -160,7 +165,9 @@ async def test_search_ranking_bounds_and_cursor_binding(http: httpx.AsyncClient)
     assert excerpts[2] == texts[1] and "diamond only" not in excerpts
     assert all(len(e) <= 240 for e in excerpts) and "diamond pickaxe" in excerpts[0]
     # since/until, neighbours (default 1, at most 3), limits
-    windowed = (await search(http, s, "diamond pickaxe", since=1_795_000_000_000 + DAY, until=1_795_000_000_000 + 2 * DAY)).json()
+    windowed = (
+        await search(http, s, "diamond pickaxe", since=1_795_000_000_000 + DAY, until=1_795_000_000_000 + 2 * DAY)
+    ).json()
     assert [r["excerpt"] for r in windowed["results"]] == [texts[1]]
     assert [n["role"] for n in windowed["results"][0]["neighbours"]] == ["answer", "answer"]
     assert (await search(http, s, "diamond", neighbours=4)).status_code == 422
@@ -238,7 +245,9 @@ async def test_retention_previews_then_deletes_only_with_confirmation(http: http
     await post(http, exchange(s, "old main", "a", occurred_at=old))
     await post(http, exchange(s, "old task", "a", occurred_at=old, conversation="task-1"))
     await post(http, exchange(s, "kept", "a", occurred_at=old, conversation="task-2"))
-    running = await post(http, {"tenant": TENANT, "subject": s, "question": "waiting", "occurred_at": old, "conversation": "task-3"})
+    running = await post(
+        http, {"tenant": TENANT, "subject": s, "question": "waiting", "occurred_at": old, "conversation": "task-3"}
+    )
     protect = await http.post(f"{thread(s)}/conversations/task-2/archive", json={"protected": True})
     await _wait_archive(http, s, protect.json()["position"])
     await _wait_archive(http, s, running["position"])
