@@ -64,6 +64,7 @@ bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.threads
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.recall
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.traces
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.archives
 
 fixtures: $(STAMP) ## write Avro fixtures for new schema versions (never overwrites)
 	$(BIN)/python -m tests.fixtures.make_avro_fixtures

@@ -66,12 +66,12 @@ T0 = 1_795_000_000_000
 
 
 def entry(rng: random.Random, number: int) -> Entry:
-    thread = number % THREADS
-    seq = number // THREADS
+    per_thread = ENTRIES // THREADS
+    thread, seq = divmod(number, per_thread)  # a thread's entries together, as one partition's log holds them
     text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 24)))
     role = "question" if seq % 2 == 0 else "answer"
     return Entry(
-        ref=ConversationRef("bench", "session", f"player-{thread:05d}", "main" if seq < 80 else "old"),
+        ref=ConversationRef("bench", "session", f"player-{thread:05d}", "main" if seq < per_thread * 4 // 5 else "old"),
         entry_id=f"x{seq // 2}.{'q' if role == 'question' else 'a'}",
         store_id=f"threads:{thread % 6}:{number}",
         seq=number,
@@ -81,7 +81,7 @@ def entry(rng: random.Random, number: int) -> Entry:
         text=text,
         original=None,
         subject=f"player-{thread:05d}",
-        reset_at=number + 1 if seq >= 80 else 2**62,  # a fifth of each thread sits in a reset archive
+        reset_at=number + 1 if seq >= per_thread * 4 // 5 else 2**62,  # a fifth sits in a reset archive
         terms=index_terms(text),
     )
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,11 @@ import pytest
 from memlog.settings import Settings
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import MemlogProcess, free_port, start_api, start_worker
+from tests.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
 from tests.test_end_to_end import end_offsets
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+MEMLOG = str(Path(sys.executable).parent / "memlog")  # the console script make install puts beside python
 TENANT = "castle-eu-1"
 DAY = 86_400_000
 
@@ -271,3 +274,66 @@ async def _wait_archive(http: httpx.AsyncClient, subject: str, position: str) ->
 async def _wait_session(http: httpx.AsyncClient, subject: str, position: str) -> None:
     response = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context", params={"after": position})
     assert response.status_code == 200, response.text
+
+
+async def test_renaming_or_purging_the_current_conversation_empties_the_session(http: httpx.AsyncClient) -> None:
+    s = "session-ann"
+    first = await post(http, exchange(s, "remember the red gate", "noted"))
+    context = (await http.get(f"/v1/tenants/{TENANT}/subjects/{s}/context", params={"after": first["position"]})).json()
+    assert [e["question"] for e in context["exchanges"]] == ["remember the red gate"]
+    renamed = await http.post(f"{thread(s)}/conversations/main/rename", json={"target": "before"})
+    context = (
+        await http.get(f"/v1/tenants/{TENANT}/subjects/{s}/context", params={"after": renamed.json()["position"]})
+    ).json()
+    assert context["exchanges"] == [] and context["summary"] == ""
+    assert [e["text"] for e in (await export(http, s, "before"))["entries"]] == ["remember the red gate", "noted"]
+    # a conversation other than main never shows in the session
+    side = await post(http, exchange(s, "side question", "side answer", conversation="before"))
+    later = await post(http, exchange(s, "a new main question", "yes"))
+    context = (
+        await http.get(
+            f"/v1/tenants/{TENANT}/subjects/{s}/context", params={"after": f"{side['position']},{later['position']}"}
+        )
+    ).json()
+    assert [e["question"] for e in context["exchanges"]] == ["a new main question"]
+    purged = await http.post(f"{thread(s)}/conversations/main/purge", json={})
+    context = (
+        await http.get(f"/v1/tenants/{TENANT}/subjects/{s}/context", params={"after": purged.json()["position"]})
+    ).json()
+    assert context["exchanges"] == []
+    assert (await export(http, s, after=purged.json()["position"]))["entries"] == []
+    assert len((await export(http, s, "before"))["entries"]) == 4
+
+
+def test_the_cli_previews_retention_and_lists_conversations(archive_settings: Settings, running: Any) -> None:
+    env = settings_env(archive_settings)
+    preview = subprocess.run(
+        [MEMLOG, "retention", TENANT, "--now", str(1_700_000_000_000 + 400 * DAY)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert preview.returncode == 0, preview.stderr
+    report = json.loads(preview.stdout)
+    assert report["dry_run"] is True and report["purged"] == []
+    listed = subprocess.run(
+        [MEMLOG, "threads", "list", TENANT, "session:nobody-here"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+    refused = subprocess.run(
+        [MEMLOG, "threads", "fork", TENANT, "session:nobody-here"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 1 and "target" in refused.stderr

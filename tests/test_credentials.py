@@ -15,8 +15,23 @@ from tests.processes import MemlogProcess, free_port, start_api
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 PUBLIC = {("get", "/healthz"), ("get", "/readyz"), ("get", "/v1/tools")}
-OPERATOR = {("get", "/v1/tenants/{tenant}/runs"), ("get", "/v1/tenants/{tenant}/runs/{run_id}")}
-PATH_VALUES = {"subject": "s", "agent": "a", "fact_id": "f", "run_id": "r", "exchange_id": "x", "name": "recall"}
+OPERATOR = {
+    ("get", "/v1/tenants/{tenant}/runs"),
+    ("get", "/v1/tenants/{tenant}/runs/{run_id}"),
+    ("post", "/v1/tenants/{tenant}/threads/{thread}/conversations/{conversation}/purge"),
+    ("post", "/v1/tenants/{tenant}/retention"),
+}
+PATH_VALUES = {
+    "subject": "s",
+    "agent": "a",
+    "fact_id": "f",
+    "run_id": "r",
+    "exchange_id": "x",
+    "name": "recall",
+    "thread": "session:s",
+    "conversation": "main",
+    "entry_id": "x.q",
+}
 
 
 def body_for(path: str, tenant: str) -> dict[str, Any] | None:
@@ -34,8 +49,10 @@ def body_for(path: str, tenant: str) -> dict[str, Any] | None:
         return {"text": "a fact"}
     if path.endswith("/tools/{name}"):
         return {"arguments": {"query": "q"}}
-    if path.endswith("/reset"):
+    if path.endswith("/reset") or path.endswith("/archive") or path.endswith("/purge") or path.endswith("/retention"):
         return {}
+    if path.endswith("/rename") or path.endswith("/fork"):
+        return {"target": "elsewhere"}
     return None
 
 
