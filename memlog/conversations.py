@@ -150,9 +150,7 @@ class Conversations:
             item["source_ref"] = {"entry_id": hit.entry.entry_id, "conversation": hit.entry.ref.conversation}
             near = nearby.get((hit.entry.ref, hit.entry.seq), [])
             item["neighbours"] = [
-                _brief(n, (match(query, n.text) or _NOWHERE).at, snapshot)
-                for n in near
-                if scope == "history" or n.reset_at > snapshot
+                _brief(n, _centre(query, n.text), snapshot) for n in near if scope == "history" or n.reset_at > snapshot
             ]
             results.append(item)
         next_cursor = encode_cursor(bound, snapshot, list(hits[-1].key)) if more and hits else None
@@ -311,9 +309,7 @@ class Conversations:
         return report
 
 
-@dataclass(frozen=True)
-class _Nowhere:
-    at: int = 0
-
-
-_NOWHERE = _Nowhere()
+def _centre(query: str, text: str) -> int:
+    """Where a neighbour's excerpt centres: on the match when it has one, else its start."""
+    found = match(query, text)
+    return found.at if found else 0

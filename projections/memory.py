@@ -129,6 +129,18 @@ class MemoryArchiveStore:
     async def count(self, tenant: str) -> int:
         return sum(1 for e in self._events.values() if e.tenant == tenant)
 
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        gone = [p for p, e in self._events.items() if e.tenant == tenant and e.subject == subject]
+        for position in gone:
+            del self._events[position]
+        return len(gone)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        found = sorted(
+            (e for e in self._events.values() if e.tenant == tenant and e.subject == subject), key=lambda e: e.position
+        )
+        return [{"event_type": e.event_type, "occurred_at": e.occurred_at, "record": e.record} for e in found]
+
 
 class MemoryFactStore(_MemoryCheckpoints):
     def __init__(self) -> None:

@@ -54,6 +54,7 @@ class MongoArchiveStore:
                 ],
                 name="by_thread",
             )
+            await self._events.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
 
     async def append(self, events: list[ArchivedEvent]) -> int:
         if not events:
@@ -105,6 +106,21 @@ class MongoArchiveStore:
     async def count(self, tenant: str) -> int:
         with mongo_errors():
             return int(await self._events.count_documents({"tenant": tenant}))
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """The subject's logged events (issue 7's cascade calls it); how many were deleted."""
+        with mongo_errors():
+            result = await self._events.delete_many({"tenant": tenant, "subject": subject})
+        return int(result.deleted_count)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        with mongo_errors():
+            docs = (
+                await self._events.find({"tenant": tenant, "subject": subject}, {"_id": 0})
+                .sort([("partition", ASCENDING), ("offset", ASCENDING)])
+                .to_list()
+            )
+        return docs
 
 
 class MongoCheckpoints:

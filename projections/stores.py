@@ -83,6 +83,12 @@ class ArchiveStore(Protocol):
 
     async def count(self, tenant: str) -> int: ...
 
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """Delete the subject's events; how many (for issue 7's erasure cascade)."""
+        ...
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
+
 
 class FactStore(Checkpoints, Protocol):
     """Subjects' lasting memories, one record per (tenant, subject)."""
