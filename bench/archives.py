@@ -14,9 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.projection import on_local_stack
 from pymongo.errors import PyMongoError
 
+from bench.projection import on_local_stack
 from memlog.conversations import Conversations
 from memlog.services import open_services
 from memlog.settings import Settings
