@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from fastapi import Depends, FastAPI, Query, Request
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlog.admin import TRACES_PAGE
 from memlog.connections import kafka_options
+from memlog.conversations import Conversations
 from memlog.credentials import Credentials
 from memlog.embeddings import make_embedder
 from memlog.errors import (
@@ -30,22 +30,26 @@ from memlog.errors import (
     InvalidEvent,
     LogUnavailable,
     NotCaughtUp,
+    NotFound,
+    NothingToDo,
     StoreUnavailable,
     SubjectErasing,
+    TargetExists,
     Unauthorized,
 )
 from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
 from memlog.metrics import Metrics
 from memlog.services import Services, open_services
 from memlog.settings import Settings
+from projections.archives import ConversationRef, parse_thread
 from projections.position import Position
 from projections.redaction import Redactor
-from projections.redis_store import redis_errors
 from projections.session import Session, ThreadKey
 from projections.stores import Checkpoints
 from projections.traces import shape
 from schemas.events import (
     AUTOMATION_THREAD,
+    MAIN_CONVERSATION,
     SESSION_THREAD,
     AnswerGiven,
     Envelope,
@@ -58,6 +62,7 @@ from schemas.events import (
     ToolCalled,
     TraceToolCall,
     check_name,
+    encodable,
     json_text,
     now_ms,
 )
@@ -99,6 +104,9 @@ class ExchangeIn(BaseModel):
     agent: str | None = None
     model: str | None = None
     exchange_id: str | None = Field(default=None, description="Your own id for it; default: a new one.")
+    conversation: str | None = Field(
+        default=None, description="The conversation of the thread; default: its current one (main)."
+    )
 
 
 class Routed(BaseModel):
@@ -107,6 +115,7 @@ class Routed(BaseModel):
     subject: str
     occurred_at: int | None = Field(default=None, ge=0)
     agent: str | None = None
+    conversation: str | None = None
 
 
 class QuestionIn(Routed):
@@ -290,6 +299,35 @@ class PrivacyOut(BaseModel):
     ledger: dict[str, Any] | None = None
 
 
+class TargetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    target: str = Field(description="The new conversation's name; it must not exist, nor be the source.")
+
+
+class ArchiveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    archived: bool | None = None
+    protected: bool | None = Field(default=None, description="Protected conversations are never deleted by retention.")
+    kind: Literal["main", "task", "subagent"] | None = Field(default=None, description="The retention policy.")
+    label: str | None = None
+
+
+class PurgeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = None
+
+
+class RetentionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    confirm: bool = Field(default=False, description="Without it, a dry run: the targets only.")
+    now: int | None = Field(default=None, ge=0, description="Epoch ms to plan against; default: now.")
+
+
+class OperationAccepted(BaseModel):
+    conversation: str
+    position: str
+
+
 def _error(status: int, field: str | None, message: str, retry: bool = False) -> JSONResponse:
     body: dict[str, Any] = {"detail": [{"loc": ["body", field] if field else [], "msg": message}]}
     headers = {"Retry-After": RETRY_AFTER_SECONDS} if retry else None
@@ -334,11 +372,16 @@ def create_api(settings: Settings) -> FastAPI:
             )
             api = ApiState(settings, services, offsets, folds, memory, settings.redactor(), metrics)
             app.state.api = api
-            for prepare in (services.vault.prepare, services.ledger.prepare, services.exports.prepare):
+            for prepare in (
+                services.vault.prepare,
+                services.ledger.prepare,
+                services.exports.prepare,
+                services.idempotency.prepare,
+            ):
                 try:
                     await prepare()
                 except StoreUnavailable as exc:
-                    log.warning("privacy stores not prepared yet: %s", exc)
+                    log.warning("stores not prepared yet: %s", exc)
             follower = asyncio.create_task(_follow_namespace(api))
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
@@ -370,6 +413,18 @@ def create_api(settings: Settings) -> FastAPI:
     @app.exception_handler(Conflict)
     async def conflict(_: Request, exc: Conflict) -> JSONResponse:
         return _error(409, None, str(exc), retry=True)
+
+    @app.exception_handler(TargetExists)
+    async def target_exists(_: Request, exc: TargetExists) -> JSONResponse:
+        return _error(409, "target", str(exc))
+
+    @app.exception_handler(NothingToDo)
+    async def nothing_to_do(_: Request, exc: NothingToDo) -> JSONResponse:
+        return _error(409, None, str(exc))
+
+    @app.exception_handler(NotFound)
+    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return _error(404, None, str(exc))
 
     @app.exception_handler(LogUnavailable)
     @app.exception_handler(StoreUnavailable)
@@ -438,6 +493,7 @@ def create_api(settings: Settings) -> FastAPI:
         api = state(request)
         payload = body.model_dump(exclude_none=True)
         payload["tool_calls"] = [call.model_dump() for call in body.tool_calls]
+        payload["original"] = await _original(request)
         key = body.idempotency_key
         if key is None:
             recorded = await api.services.producer.record_exchange(payload)
@@ -445,27 +501,33 @@ def create_api(settings: Settings) -> FastAPI:
         check_name("tenant", body.tenant)
         check_name("subject", body.subject)
         check_name("idempotency_key", key)
-        claim = f"{api.settings.redis_prefix}:idem:{len(body.tenant)}:{body.tenant}:{body.subject}:{key}"
-        with redis_errors():
-            fresh = await api.services.redis.set(claim, "pending", nx=True, ex=PENDING_CLAIM_SECONDS)
-        if not fresh:
-            return await _replayed(api.services.redis, claim)
+        owner = {"session": body.subject, "automation": body.agent or "", "public": ""}[body.thread]
+        claim = (body.tenant, body.thread, owner, key)
+        held = await api.services.idempotency.reserve(*claim, body.subject)
+        if held is not None:
+            return await _replayed(api, claim, held)
         try:
             recorded = await api.services.producer.record_exchange(payload)
         except BaseException:
-            with redis_errors():
-                await api.services.redis.delete(claim)
+            await api.services.idempotency.release(*claim)
             raise
         accepted = Accepted(exchange_id=recorded.exchange_id, position=recorded.position.token())
-        with redis_errors():
-            await api.services.redis.set(claim, accepted.model_dump_json(), ex=api.settings.idempotency_ttl_seconds)
+        await api.services.idempotency.complete(*claim, accepted.model_dump())
         return accepted
 
     @app.post("/v1/exchanges/{exchange_id}/question", status_code=202, response_model=Accepted)
     async def ask(exchange_id: str, body: QuestionIn, request: Request) -> Accepted:
         guard_body(request, body.tenant)
         env = _envelope(state(request), body, body.idempotency_key, body.thread)
-        event = QuestionAsked(env, exchange_id, body.question, body.channel, body.asker)
+        event = QuestionAsked(
+            env,
+            exchange_id,
+            encodable(body.question),
+            body.channel,
+            body.asker,
+            conversation=body.conversation,
+            original=await _original(request),
+        )
         return await _produce(state(request), event)
 
     @app.post("/v1/exchanges/{exchange_id}/tool-calls", status_code=202, response_model=Accepted)
@@ -477,10 +539,12 @@ def create_api(settings: Settings) -> FastAPI:
             exchange_id,
             body.call_index,
             body.name,
-            json_text("arguments", body.arguments),
-            json_text("result", body.result),
+            encodable(json_text("arguments", body.arguments)),
+            encodable(json_text("result", body.result)),
             body.ok,
             body.duration_ms,
+            conversation=body.conversation,
+            original=await _original(request),
         )
         return await _produce(state(request), event)
 
@@ -488,7 +552,15 @@ def create_api(settings: Settings) -> FastAPI:
     async def answer(exchange_id: str, body: AnswerIn, request: Request) -> Accepted:
         guard_body(request, body.tenant)
         env = _envelope(state(request), body, None, body.thread)
-        return await _produce(state(request), AnswerGiven(env, exchange_id, body.answer, model=body.model))
+        event = AnswerGiven(
+            env,
+            exchange_id,
+            encodable(body.answer),
+            model=body.model,
+            conversation=body.conversation,
+            original=await _original(request),
+        )
+        return await _produce(state(request), event)
 
     after_query = Query(default=None, description="A position token; wait until it is applied.")
     wait_query = Query(default=None, ge=0, description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.")
@@ -811,6 +883,221 @@ def create_api(settings: Settings) -> FastAPI:
         entries = await state(request).services.ledger.entries(tenant=tenant, subject=subject, limit=limit)
         return [view for entry in entries if (view := _ledger_view(entry)) is not None]
 
+    # --- conversation archives (seed 004) ---------------------------------------------------------
+
+    thread_path = "/v1/tenants/{tenant}/threads/{thread}"
+    conversation_path = thread_path + "/conversations/{conversation}"
+
+    def conversations(api: ApiState) -> Conversations:
+        return Conversations(
+            api.services.conversations, api.services.producer, api.settings.producer_name, api.settings.fork_entries
+        )
+
+    def conversation_ref(tenant: str, thread: str, conversation: str = MAIN_CONVERSATION) -> ConversationRef:
+        kind, owner = parse_thread(thread)
+        return ConversationRef(check_name("tenant", tenant), kind, owner, check_name("conversation", conversation))
+
+    async def wait_archive(api: ApiState, after: str | None, wait: float | None) -> None:
+        if after is not None:
+            for token in after.split(","):
+                await _wait_applied(api, Position.parse(token.strip()), wait, archive=True)
+
+    def operation(ref: ConversationRef, position: Position) -> OperationAccepted:
+        return OperationAccepted(conversation=ref.conversation, position=position.token())
+
+    @app.get(thread_path + "/conversations", dependencies=tenant_only)
+    async def list_conversations(
+        tenant: str, thread: str, request: Request, after: str | None = after_query, wait: float | None = wait_query
+    ) -> dict[str, Any]:
+        """The thread's conversations with their archive metadata; `main` is the current one."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread)
+        await wait_archive(api, after, wait)
+        metas = await api.services.conversations.conversations(ref.tenant, ref.thread, ref.owner)
+        return {"tenant": tenant, "thread": thread, "conversations": [m.view() for m in metas]}
+
+    @app.get(thread_path + "/search", dependencies=tenant_only)
+    async def search(
+        tenant: str,
+        thread: str,
+        request: Request,
+        q: str = Query(
+            description="Exact phrase first, then ASCII token coverage (two tokens for a multi-term query)."
+        ),
+        scope: Literal["current", "history"] = Query(
+            default="current",
+            description="current: active and compacted history since the latest reset; "
+            "history: the agent's whole history, reset archives included, labelled by provenance.",
+        ),
+        conversation: str | None = Query(default=None, description="One conversation; default: all of the thread."),
+        since: int | None = Query(default=None, ge=0, description="Occurred at or after (epoch ms)."),
+        until: int | None = Query(default=None, ge=0, description="Occurred before (epoch ms)."),
+        neighbours: int = Query(default=1, ge=0, le=3, description="Entries either side of each result."),
+        limit: int = Query(default=20, ge=1, le=200),
+        cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
+        after: str | None = after_query,
+        wait: float | None = wait_query,
+    ) -> dict[str, Any]:
+        """Explicit search over the thread's archived originals (004, "Search and recall")."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread)
+        if conversation is not None:
+            check_name("conversation", conversation)
+        await wait_archive(api, after, wait)
+        return await conversations(api).search(
+            ref.tenant,
+            ref.thread,
+            ref.owner,
+            q,
+            scope=scope,
+            conversation=conversation,
+            since=since,
+            until=until,
+            radius=neighbours,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    @app.get(conversation_path + "/export", dependencies=tenant_only)
+    async def export(
+        tenant: str,
+        thread: str,
+        conversation: str,
+        request: Request,
+        archives: Literal["current", "reset"] = Query(
+            default="current",
+            description="current: compacted generations since the latest reset plus the active entries; "
+            "reset: the reset archives.",
+        ),
+        limit: int = Query(default=500, ge=1, le=500),
+        cursor: str | None = None,
+        after: str | None = after_query,
+        wait: float | None = wait_query,
+    ) -> dict[str, Any]:
+        """The transcript from one snapshot: entries appended after the first page are not in it."""
+        api = state(request)
+        await wait_archive(api, after, wait)
+        return await conversations(api).export(
+            conversation_ref(tenant, thread, conversation), archives=archives, limit=limit, cursor=cursor
+        )
+
+    @app.get(thread_path + "/entries/{entry_id}", dependencies=tenant_only)
+    async def entry(
+        tenant: str,
+        thread: str,
+        entry_id: str,
+        request: Request,
+        conversation: str | None = None,
+        after: str | None = after_query,
+        wait: float | None = wait_query,
+    ) -> dict[str, Any]:
+        """One entry with its original: the live entry first, then its archived occurrence."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread)
+        await wait_archive(api, after, wait)
+        found = await conversations(api).original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
+        if found is None:
+            raise NotFound(f"no entry {entry_id} in {thread}")
+        return {**found.view(), "original": found.original}
+
+    @app.get(thread_path + "/entries/{entry_id}/original", dependencies=tenant_only)
+    async def original(
+        tenant: str,
+        thread: str,
+        entry_id: str,
+        request: Request,
+        conversation: str | None = None,
+        after: str | None = after_query,
+        wait: float | None = wait_query,
+    ) -> Response:
+        """The JSON text exactly as it was received, byte for byte."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread)
+        await wait_archive(api, after, wait)
+        found = await conversations(api).original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
+        if found is None:
+            raise NotFound(f"no entry {entry_id} in {thread}")
+        if found.original is None:
+            raise NotFound(f"entry {entry_id} came with its exchange; its original is that of {found.exchange_id}.q")
+        return Response(found.original.encode("utf-8"), media_type="application/json")
+
+    @app.post(
+        conversation_path + "/compact", status_code=202, response_model=OperationAccepted, dependencies=tenant_only
+    )
+    async def compact(tenant: str, thread: str, conversation: str, request: Request) -> OperationAccepted:
+        """Fold the current conversation now (the session fold); the whole previous generation is archived first."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread, conversation)
+        if ref.conversation != MAIN_CONVERSATION:
+            raise InvalidEvent(
+                "conversation", "only the current conversation (main) is compacted; it is the one folded"
+            )
+        position = await api.folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
+        if position is None:
+            raise NothingToDo("nothing to compact: the session keeps its newest exchanges and has no older ones")
+        return operation(ref, position)
+
+    @app.post(conversation_path + "/reset", status_code=202, response_model=OperationAccepted, dependencies=tenant_only)
+    async def reset_conversation(
+        tenant: str, thread: str, conversation: str, request: Request, body: ResetIn | None = None
+    ) -> OperationAccepted:
+        """Clear the active transcript into a reset archive; reset is not erasure."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread, conversation)
+        return operation(ref, await conversations(api).reset(ref, body.reason if body else None))
+
+    @app.post(
+        conversation_path + "/rename", status_code=202, response_model=OperationAccepted, dependencies=tenant_only
+    )
+    async def rename(
+        tenant: str, thread: str, conversation: str, body: TargetIn, request: Request
+    ) -> OperationAccepted:
+        """Move the conversation's identity to `target`; payloads and archives move with it."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread, conversation)
+        return operation(ref, await conversations(api).rename(ref, body.target))
+
+    @app.post(conversation_path + "/fork", status_code=202, response_model=OperationAccepted, dependencies=tenant_only)
+    async def fork(tenant: str, thread: str, conversation: str, body: TargetIn, request: Request) -> OperationAccepted:
+        """Copy the newest MEMLOG_FORK_ENTRIES active entries to a new conversation; the source is unchanged."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread, conversation)
+        return operation(ref, await conversations(api).fork(ref, body.target))
+
+    @app.post(
+        conversation_path + "/archive", status_code=202, response_model=OperationAccepted, dependencies=tenant_only
+    )
+    async def archive(
+        tenant: str, thread: str, conversation: str, body: ArchiveIn, request: Request
+    ) -> OperationAccepted:
+        """Change archive metadata only (archived, protected, kind, label)."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread, conversation)
+        position = await conversations(api).archive(
+            ref, archived=body.archived, protected=body.protected, kind=body.kind, label=body.label
+        )
+        return operation(ref, position)
+
+    @app.post(
+        conversation_path + "/purge", status_code=202, response_model=OperationAccepted, dependencies=operator_only
+    )
+    async def purge(
+        tenant: str, thread: str, conversation: str, request: Request, body: PurgeIn | None = None
+    ) -> OperationAccepted:
+        """Operators only: delete the conversation's authority and its archives."""
+        api = state(request)
+        ref = conversation_ref(tenant, thread, conversation)
+        return operation(ref, await conversations(api).purge(ref, body.reason if body else None))
+
+    @app.post("/v1/tenants/{tenant}/retention", dependencies=operator_only)
+    async def retention(tenant: str, request: Request, body: RetentionIn | None = None) -> dict[str, Any]:
+        """Operators only: a dry run by default; with confirm, each target is re-checked, then purged."""
+        api = state(request)
+        check_name("tenant", tenant)
+        run = body or RetentionIn()
+        now = run.now if run.now is not None else now_ms()
+        return await conversations(api).retention(tenant, api.settings.retention_policy(), now, confirm=run.confirm)
+
     return app
 
 
@@ -846,6 +1133,8 @@ def _ledger_view(entry: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _envelope(api: ApiState, body: Routed, idempotency_key: str | None, thread: str) -> Envelope:
+    if body.conversation is not None:
+        check_name("conversation", body.conversation)
     return Envelope(
         tenant=body.tenant,
         subject=body.subject,
@@ -940,20 +1229,39 @@ async def _context(api: ApiState, key: ThreadKey, after: str | None, wait: float
     )
 
 
-async def _replayed(client: aioredis.Redis, claim: str) -> Accepted:
-    with redis_errors():
-        stored = await client.get(claim)
-    if stored is None or stored == b"pending":
-        raise Conflict("an exchange with this idempotency key is being recorded; retry shortly")
-    accepted = Accepted.model_validate_json(stored)
+async def _original(request: Request) -> str:
+    """The request's JSON text exactly as received: escapes such as \\u0000 and \\ud800 stay as they were."""
+    try:
+        return (await request.body()).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidEvent("body", f"is not UTF-8: {exc}") from None
+
+
+async def _replayed(api: ApiState, claim: tuple[str, str, str, str], held: dict[str, Any]) -> Accepted:
+    """A retry: the first answer, marked idempotent; a retry racing the first waits for it (bounded)."""
+    deadline = time.monotonic() + api.settings.read_wait_seconds
+    delay = 0.01
+    while held.get("state") != "done":
+        if time.monotonic() >= deadline:
+            raise Conflict("an exchange with this idempotency key is being recorded; retry shortly")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.2)
+        found = await api.services.idempotency.reserve(*claim, held.get("subject"))
+        if found is None:  # the first attempt failed and let go of the key: this retry is not a replay
+            await api.services.idempotency.release(*claim)
+            raise Conflict("the first attempt with this idempotency key failed; retry it")
+        held = found
+    accepted = Accepted.model_validate(held["accepted"])
     accepted.idempotent = True
     return accepted
 
 
-async def _wait_applied(api: ApiState, position: Position, wait: float | None = None) -> None:
+async def _wait_applied(api: ApiState, position: Position, wait: float | None = None, *, archive: bool = False) -> None:
     # every projection a read draws on must have applied the position
     checkpoints: list[Checkpoints]
-    if position.topic == "threads":
+    if position.topic == "threads" and archive:
+        checkpoints = [api.services.archive_checkpoints]
+    elif position.topic == "threads":
         checkpoints = [api.services.sessions, api.services.fact_activity]
     elif position.topic == "facts":
         checkpoints = [api.services.facts]

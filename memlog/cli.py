@@ -1,4 +1,4 @@
-"""The `memlog` command: `up`, `worker`, `api`, and `dev up | down | status`."""
+"""The `memlog` command: `up`, `worker`, `api`, `dev up | down | status`, `threads`, `retention`, ..."""
 
 from __future__ import annotations
 
@@ -65,6 +65,20 @@ def _parser() -> argparse.ArgumentParser:
     ledger = commands.add_parser("ledger", help="operator requests and what they did")
     ledger.add_argument("tenant", nargs="?", default=None)
     ledger.add_argument("subject", nargs="?", default=None)
+    threads = commands.add_parser("threads", help="a thread's conversations: list, compact, reset, rename, fork, ...")
+    threads.add_argument("action", choices=["list", "compact", "reset", "rename", "fork", "archive", "purge"])
+    threads.add_argument("tenant")
+    threads.add_argument("thread", help="session:<subject>, public or automation:<agent>")
+    threads.add_argument("conversation", nargs="?", default="main", help="default: main, the current one")
+    threads.add_argument("--target", help="rename / fork: the new conversation's name")
+    threads.add_argument("--reason", default=None)
+    threads.add_argument("--archived", choices=["true", "false"], default=None)
+    threads.add_argument("--protected", choices=["true", "false"], default=None)
+    threads.add_argument("--kind", choices=["main", "task", "subagent"], default=None)
+    retention = commands.add_parser("retention", help="conversation retention: a dry run unless --confirm")
+    retention.add_argument("tenant")
+    retention.add_argument("--confirm", action="store_true", help="delete the targets (each re-checked first)")
+    retention.add_argument("--now", type=int, default=None, help="epoch ms to plan against; default: now")
     return parser
 
 
@@ -101,6 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "facts":
             for line in asyncio.run(_facts(settings, args)):
                 print(line)
+            return 0
+        if args.command in ("threads", "retention"):
+            from memlog.conversations_cli import run_retention, run_threads
+
+            print(
+                asyncio.run(run_threads(settings, args) if args.command == "threads" else run_retention(settings, args))
+            )
             return 0
         if args.command == "reset":
             position = asyncio.run(_reset(settings, args.tenant, args.subject, args.reason))

@@ -63,3 +63,15 @@ class SubjectErasing(MemlogError):
 
 class Shredded(MemlogError):
     """An event sealed with a data key that no longer exists: its subject was erased."""
+
+
+class TargetExists(MemlogError):
+    """A rename or fork names a conversation that exists already."""
+
+
+class NothingToDo(MemlogError):
+    """An operation that would change nothing (a compact with nothing old enough to fold)."""
+
+
+class NotFound(MemlogError):
+    """What was asked for is not held (never recorded, purged, or not applied yet)."""

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from projections.mongo_archives import MongoConversationArchive, MongoIdempotency
 from projections.mongo_store import MongoArchiveStore, MongoFactStore, MongoTraceStore
 from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
 from projections.redis_store import RedisSessionStore
@@ -26,11 +27,12 @@ class SubjectData:
     facts: MongoFactStore
     traces: MongoTraceStore
     archive: MongoArchiveStore
+    conversations: MongoConversationArchive
+    idempotency: MongoIdempotency
     exports: MongoExports
     vault: MongoKeyVault
     ledger: MongoLedger
     sealer: Sealer
-    idempotency_prefix: str  # the API's claims live under the base namespace's prefix
 
 
 async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, requested_by: str) -> dict[str, Any]:
@@ -41,10 +43,11 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     data.sealer.forget()
     deleted: dict[str, int] = {}
     deleted.update(await data.sessions.erase_subject(tenant, subject))
-    deleted["idempotency_keys"] = await data.sessions.erase_idempotency_claims(data.idempotency_prefix, tenant, subject)
+    deleted["idempotency_keys"] = await data.idempotency.erase_subject(tenant, subject)
     deleted["facts"] = await data.facts.erase_subject(tenant, subject)
     deleted["traces"] = await data.traces.erase_subject(tenant, subject)
     deleted["archived_events"] = await data.archive.erase_subject(tenant, subject)
+    deleted["conversation_entries"] = await data.conversations.erase_subject(tenant, subject)  # and search terms
     deleted["exports"] = await data.exports.erase_subject(tenant, subject)
     deleted["data_keys"] = await data.vault.delete(tenant, subject)
     data.sealer.forget()
@@ -73,6 +76,8 @@ async def bundle(data: SubjectData, tenant: str, subject: str) -> dict[str, Any]
         "facts": await data.facts.export_subject(tenant, subject),
         "traces": await data.traces.export_subject(tenant, subject),
         "archives": await data.archive.export_subject(tenant, subject),
+        "conversations": await data.conversations.export_subject(tenant, subject),
+        "idempotency_keys": await data.idempotency.export_subject(tenant, subject),
         "erasures": [
             {"request_id": e["_id"], "at": e["at"], "deleted": e.get("deleted", {})}
             for e in await data.ledger.entries(tenant=tenant, subject=subject, kind="erased")

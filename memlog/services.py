@@ -13,6 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog import connections
 from memlog.settings import Settings
+from projections.mongo_archives import MongoConversationArchive, MongoIdempotency
 from projections.mongo_store import (
     MongoArchiveStore,
     MongoCheckpoints,
@@ -43,6 +44,8 @@ class Stores:
     fact_activity: MongoCheckpoints
     traces: MongoTraceStore
     privacy: MongoCheckpoints  # the privacy agent's applied offsets
+    conversations: MongoConversationArchive
+    idempotency: MongoIdempotency
 
 
 def open_stores(
@@ -61,6 +64,8 @@ def open_stores(
         fact_activity=MongoCheckpoints(database, "facts-activity"),
         traces=MongoTraceStore(database),
         privacy=MongoCheckpoints(database, "privacy"),
+        conversations=MongoConversationArchive(database),
+        idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
     )
 
 
@@ -133,6 +138,14 @@ class Services:
     @property
     def traces(self) -> MongoTraceStore:
         return self.current.traces
+
+    @property
+    def conversations(self) -> MongoConversationArchive:
+        return self.current.conversations
+
+    @property
+    def idempotency(self) -> MongoIdempotency:
+        return self.current.idempotency
 
     def stores(self, namespace: str) -> Stores:
         return open_stores(self.settings, self.redis, self.mongo, namespace)

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memlog.errors import ServiceSetupError
+from projections.archives import RetentionPolicy
 from projections.facts import FactPolicy
 from projections.redaction import Redactor
 from projections.session import ThreadPolicy
@@ -122,6 +123,11 @@ class Settings(BaseSettings):
     tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
+    fork_entries: int = Field(default=200, ge=1, description="A fork copies this many newest active entries (004).")
+    retention_enabled: bool = Field(default=False, description="Conversation retention; disabled until enabled (004).")
+    retention_main_days: int = Field(default=60, ge=1, description="Age after which a main conversation may go.")
+    retention_task_days: int = Field(default=30, ge=1, description="... a task conversation.")
+    retention_subagent_days: int = Field(default=7, ge=1, description="... a subagent conversation.")
 
     # --- API ---
     backend_tokens: dict[str, str] = Field(
@@ -189,6 +195,16 @@ class Settings(BaseSettings):
         if len(key) != 32:
             raise ServiceSetupError(f"the master key in {origin} is {len(key)} bytes; it must be 32")
         return key
+
+    def retention_policy(self) -> RetentionPolicy:
+        return RetentionPolicy(
+            enabled=self.retention_enabled,
+            days={
+                "main": self.retention_main_days,
+                "task": self.retention_task_days,
+                "subagent": self.retention_subagent_days,
+            },
+        )
 
     def redactor(self) -> Redactor:
         return Redactor.build(self.redact_keys, self.redact_patterns)

@@ -17,7 +17,7 @@ from memlog.settings import Settings
 from projections.mongo_store import mongo_errors
 from projections.redis_store import redis_errors
 
-COLLECTIONS = ("archive", "facts", "traces", "applied")
+COLLECTIONS = ("archive", "entries", "conversations", "facts", "traces", "applied")
 MAX_SHOWN = 200
 
 

@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from projections.archives import (
+    NEVER,
+    ArchiveGeneration,
+    ArchiveOp,
+    ConversationMeta,
+    ConversationRef,
+    Entry,
+    EntryScope,
+    ForkConversation,
+    InsertEntries,
+    MoveConversation,
+    PurgeConversation,
+    Scope,
+    SetMeta,
+    forked,
+    in_scope,
+    meta_after_entry,
+    neighbours_of,
+)
 from projections.facts import FactPolicy, SubjectFacts, questioned
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionWrite, ThreadKey, after
 from projections.stores import ArchivedEvent
+from schemas.events import MAIN_CONVERSATION
 
 
 class _MemoryCheckpoints:
@@ -108,6 +129,18 @@ class MemoryArchiveStore:
     async def count(self, tenant: str) -> int:
         return sum(1 for e in self._events.values() if e.tenant == tenant)
 
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        gone = [p for p, e in self._events.items() if e.tenant == tenant and e.subject == subject]
+        for position in gone:
+            del self._events[position]
+        return len(gone)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        found = sorted(
+            (e for e in self._events.values() if e.tenant == tenant and e.subject == subject), key=lambda e: e.position
+        )
+        return [{"event_type": e.event_type, "occurred_at": e.occurred_at, "record": e.record} for e in found]
+
 
 class MemoryFactStore(_MemoryCheckpoints):
     def __init__(self) -> None:
@@ -139,3 +172,211 @@ class MemoryFactStore(_MemoryCheckpoints):
         for tenant, subject, at in asked:
             old = self._subjects.get((tenant, subject), (SubjectFacts(), -1))
             self._subjects[(tenant, subject)] = (questioned(old[0], at, FactPolicy(keep_ms=keep_ms)), old[1])
+
+
+class MemoryConversationArchive:
+    """The reference ConversationArchive: the same operations on dicts."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] = {}
+        self._metas: dict[ConversationRef, ConversationMeta] = {}
+
+    async def apply(self, ops: list[ArchiveOp]) -> None:
+        for op in ops:
+            if isinstance(op, InsertEntries):
+                await self.insert_entries(list(op.entries))
+            elif isinstance(op, ArchiveGeneration):
+                self._generation(op)
+            elif isinstance(op, MoveConversation):
+                self._move(op)
+            elif isinstance(op, ForkConversation):
+                self._fork(op)
+            elif isinstance(op, SetMeta):
+                self._set_meta(op)
+            else:
+                self._purge(op)
+
+    def _taken(self, entry: Entry) -> bool:
+        return entry.store_id in self._entries or any(
+            e.ref == entry.ref and e.entry_id == entry.entry_id for e in self._entries.values()
+        )
+
+    async def insert_entries(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            if not self._taken(entry):
+                self._entries[entry.store_id] = entry
+            meta = self._metas.get(entry.ref)
+            self._metas[entry.ref] = meta_after_entry(meta, entry)
+
+    def _of(self, ref: ConversationRef, before: int) -> list[Entry]:
+        return [e for e in self._entries.values() if e.ref == ref and e.seq < before]
+
+    def _generation(self, op: ArchiveGeneration) -> None:
+        for held in self._of(op.ref, op.before):
+            entry = held
+            if entry.reset_at != NEVER:
+                continue
+            if op.kind == "reset":
+                entry = replace(entry, reset_at=op.before, archives=_added(entry.archives, op.archive_id))
+            elif entry.compacted_at == NEVER:
+                entry = replace(entry, archives=_added(entry.archives, op.archive_id))
+                if entry.exchange_id in op.covers:
+                    entry = replace(entry, compacted_at=op.before)
+            self._entries[entry.store_id] = entry
+        meta = self._metas.get(op.ref)
+        if meta is not None:
+            self._metas[op.ref] = replace(
+                meta,
+                generations=_added(meta.generations, op.archive_id),
+                open_exchange=None if op.kind == "reset" else meta.open_exchange,
+            )
+
+    def _claim(self, source: ConversationRef, target: str, before: int) -> ConversationRef | None:
+        ref = replace(source, conversation=target)
+        held = self._metas.get(ref)
+        if held is not None:
+            return ref if held.created_by == before else None
+        base = self._metas.get(source) or ConversationMeta(ref=source)
+        kind = "task" if source.conversation == MAIN_CONVERSATION and base.kind == "main" else base.kind
+        self._metas[ref] = ConversationMeta(
+            ref=ref,
+            subject=base.subject,
+            kind=kind,
+            created_at=base.created_at,
+            created_by=before,
+            last_at=base.last_at,
+            label=base.label,
+        )
+        return ref
+
+    def _move(self, op: MoveConversation) -> None:
+        source = self._metas.get(op.ref)
+        target = self._claim(op.ref, op.target, op.before)
+        if target is None:
+            return
+        for entry in self._of(op.ref, op.before):
+            self._entries[entry.store_id] = replace(entry, ref=target)
+        if source is not None:
+            self._metas[target] = replace(source, ref=target, created_by=op.before, open_exchange=None)
+            if source.last_seq < op.before:
+                del self._metas[op.ref]
+
+    def _fork(self, op: ForkConversation) -> None:
+        target = self._claim(op.ref, op.target, op.before)
+        if target is None:
+            return
+        copies = forked(self._of(op.ref, op.before), op)
+        for entry in copies:
+            if not self._taken(entry):
+                self._entries[entry.store_id] = entry
+        if copies:
+            meta = self._metas[target]
+            self._metas[target] = replace(
+                meta,
+                last_seq=max(meta.last_seq, copies[-1].seq),
+                last_at=max(meta.last_at, *(e.occurred_at for e in copies)),
+            )
+
+    def _set_meta(self, op: SetMeta) -> None:
+        meta = self._metas.get(op.ref)
+        if meta is None:
+            return
+        self._metas[op.ref] = replace(
+            meta,
+            archived=meta.archived if op.archived is None else op.archived,
+            protected=meta.protected if op.protected is None else op.protected,
+            kind=meta.kind if op.kind is None else op.kind,
+            label=meta.label if op.label is None else op.label,
+        )
+
+    def _purge(self, op: PurgeConversation) -> None:
+        meta = self._metas.get(op.ref)
+        if op.expect_last_seq is not None and (meta is None or meta.last_seq != op.expect_last_seq):
+            return
+        for entry in self._of(op.ref, op.before):
+            del self._entries[entry.store_id]
+        if meta is not None and meta.last_seq < op.before:
+            del self._metas[op.ref]
+
+    async def meta(self, ref: ConversationRef) -> ConversationMeta | None:
+        return self._metas.get(ref)
+
+    async def conversations(
+        self, tenant: str, thread: str | None = None, owner: str | None = None
+    ) -> list[ConversationMeta]:
+        found = [
+            m
+            for m in self._metas.values()
+            if m.ref.tenant == tenant and thread in (None, m.ref.thread) and owner in (None, m.ref.owner)
+        ]
+        return sorted(found, key=lambda m: m.last_at)
+
+    async def candidates(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        terms: list[str],
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[Entry]:
+        wanted = set(terms)
+        return [
+            e
+            for e in self._entries.values()
+            if (e.ref.tenant, e.ref.thread, e.ref.owner) == (tenant, thread, owner)
+            and conversation in (None, e.ref.conversation)
+            and in_scope(e, scope, snapshot)
+            and (not wanted or wanted & set(e.terms))
+            and (since is None or e.occurred_at >= since)
+            and (until is None or e.occurred_at < until)
+        ]
+
+    async def entries(
+        self, ref: ConversationRef, *, scope: EntryScope, snapshot: int, after_seq: int = -1, limit: int = 500
+    ) -> list[Entry]:
+        found = [
+            e
+            for e in self._entries.values()
+            if e.ref == ref
+            and after_seq < e.seq <= snapshot
+            and (scope == "history" or (e.reset_at > snapshot) == (scope == "current"))
+        ]
+        return sorted(found, key=lambda e: e.seq)[:limit]
+
+    async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]:
+        return [
+            e
+            for e in self._entries.values()
+            if (e.ref.tenant, e.ref.thread, e.ref.owner, e.entry_id) == (tenant, thread, owner, entry_id)
+        ]
+
+    async def neighbours(
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+    ) -> dict[int, list[Entry]]:
+        ordered = sorted((e for e in self._entries.values() if e.ref == ref and e.seq <= snapshot), key=lambda e: e.seq)
+        return neighbours_of(ordered, seqs, radius)
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        gone = [k for k, e in self._entries.items() if e.ref.tenant == tenant and e.subject == subject]
+        metas = [k for k, m in self._metas.items() if k.tenant == tenant and m.subject == subject]
+        for key in gone:
+            del self._entries[key]
+        for ref in metas:
+            del self._metas[ref]
+        return len(gone) + len(metas)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        found = sorted(
+            (e for e in self._entries.values() if e.ref.tenant == tenant and e.subject == subject),
+            key=lambda e: e.seq,
+        )
+        return [{**e.view(), "original": e.original} for e in found]
+
+
+def _added(items: tuple[str, ...], item: str) -> tuple[str, ...]:
+    return items if item in items else (*items, item)

@@ -57,6 +57,7 @@ class MongoArchiveStore:
                 ],
                 name="by_thread",
             )
+            await self._events.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
 
     async def append(self, events: list[ArchivedEvent]) -> int:
         if not events:
@@ -117,8 +118,12 @@ class MongoArchiveStore:
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         with mongo_errors():
-            docs = await self._events.find({"tenant": tenant, "subject": subject}, {"_id": 0}).to_list()
-        return sorted(docs, key=lambda d: (d["thread"], d["partition"], d["offset"]))
+            docs = (
+                await self._events.find({"tenant": tenant, "subject": subject}, {"_id": 0})
+                .sort([("partition", ASCENDING), ("offset", ASCENDING)])
+                .to_list()
+            )
+        return docs
 
 
 class MongoCheckpoints:

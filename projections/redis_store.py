@@ -253,15 +253,6 @@ class RedisSessionStore:
             "shared_thread_lines": shared,
         }
 
-    async def erase_idempotency_claims(self, prefix: str, tenant: str, subject: str) -> int:
-        """The API's idempotency claims for the subject's exchanges (their keys name the subject)."""
-        pattern = f"{_glob(prefix)}:idem:{len(tenant)}:{_glob(tenant)}:{_glob(subject)}:*"
-        removed = 0
-        with redis_errors():
-            async for raw in self._redis.scan_iter(match=pattern, count=500):
-                removed += int(await self._redis.delete(raw))
-        return removed
-
 
 def _glob(text: str) -> str:
     """A literal for a Redis MATCH pattern."""

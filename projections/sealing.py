@@ -24,9 +24,9 @@ NONCE_BYTES = 12
 
 # Personal string fields per event type. "steps[].prompt" is the prompt of every step.
 PERSONAL: dict[str, tuple[str, ...]] = {
-    "memlog.QuestionAsked": ("question", "asker"),
-    "memlog.ToolCalled": ("arguments", "result"),
-    "memlog.AnswerGiven": ("answer",),
+    "memlog.QuestionAsked": ("question", "asker", "original"),
+    "memlog.ToolCalled": ("arguments", "result", "original"),
+    "memlog.AnswerGiven": ("answer", "original"),
     "memlog.ThreadFolded": ("summary",),
     "memlog.FactRemembered": ("text",),
     "memlog.FactRevised": ("text",),

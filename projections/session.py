@@ -14,14 +14,20 @@ from typing import Any
 from projections.position import Position
 from schemas.events import (
     AUTOMATION_THREAD,
+    MAIN_CONVERSATION,
     PUBLIC_THREAD,
     SESSION_THREAD,
     AnswerGiven,
     QuestionAsked,
+    ThreadArchived,
     ThreadEvent,
     ThreadFolded,
+    ThreadForked,
+    ThreadPurged,
+    ThreadRenamed,
     ThreadReset,
     ToolCalled,
+    conversation_of,
 )
 
 TokenCounter = Callable[[str], int]
@@ -219,6 +225,14 @@ def apply_event(
     `covered` holds the exchanges a ThreadFolded names, as loaded.
     """
     env = event.envelope
+    if conversation_of(event) != MAIN_CONVERSATION:
+        return None  # the session shows the thread's current conversation only; the others live in the archive
+    if isinstance(event, ThreadRenamed | ThreadPurged):
+        # the current conversation moved away or was purged: the session starts afresh, like a reset
+        last = head.last_question_at if head else env.occurred_at
+        return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")
+    if isinstance(event, ThreadForked | ThreadArchived):
+        return None  # fork and archive metadata leave the source conversation as it is
     if isinstance(event, ThreadReset):
         last = head.last_question_at if head else env.occurred_at
         return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")
@@ -316,7 +330,7 @@ def event_exchange_ids(event: ThreadEvent) -> tuple[str, ...]:
     """The exchanges a rule needs loaded to apply the event."""
     if isinstance(event, ThreadFolded):
         return event.covers
-    if isinstance(event, ThreadReset):
+    if isinstance(event, ThreadReset | ThreadRenamed | ThreadForked | ThreadArchived | ThreadPurged):
         return ()
     return (event.exchange_id,)
 

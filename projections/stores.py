@@ -9,11 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
 from projections.facts import SubjectFacts
 from projections.position import Position
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
-__all__ = ["ArchiveStore", "ArchivedEvent", "Checkpoints", "FactStore", "SessionStore", "ThreadKey"]
+__all__ = [
+    "ArchiveStore",
+    "ArchivedEvent",
+    "Checkpoints",
+    "ConversationArchive",
+    "FactStore",
+    "SessionStore",
+    "ThreadKey",
+]
 
 
 class Checkpoints(Protocol):
@@ -74,6 +83,12 @@ class ArchiveStore(Protocol):
 
     async def count(self, tenant: str) -> int: ...
 
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """Delete the subject's events; how many (for issue 7's erasure cascade)."""
+        ...
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
+
 
 class FactStore(Checkpoints, Protocol):
     """Subjects' lasting memories, one record per (tenant, subject)."""
@@ -95,3 +110,51 @@ class FactStore(Checkpoints, Protocol):
     async def questioned(self, asked: list[tuple[str, str, int]], keep_ms: int) -> None:
         """A question moves the kept-until date of the subject's facts (idempotent, in any order with fact writes)."""
         ...
+
+
+class ConversationArchive(Protocol):
+    """Conversations with their active and archived generations (004). Operations come from
+    projections.archives.plan_archive and are applied in order; each acts only on entries older than
+    its own position, so applying one twice changes nothing."""
+
+    async def apply(self, ops: list[ArchiveOp]) -> None: ...
+
+    async def insert_entries(self, entries: list[Entry]) -> None: ...
+
+    async def meta(self, ref: ConversationRef) -> ConversationMeta | None: ...
+
+    async def conversations(
+        self, tenant: str, thread: str | None = None, owner: str | None = None
+    ) -> list[ConversationMeta]: ...
+
+    async def candidates(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        terms: list[str],
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[Entry]:
+        """Entries in scope at the snapshot sharing a term with the query (all in scope without terms)."""
+        ...
+
+    async def entries(
+        self, ref: ConversationRef, *, scope: EntryScope, snapshot: int, after_seq: int = -1, limit: int = 500
+    ) -> list[Entry]: ...
+
+    async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]: ...
+
+    async def neighbours(
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+    ) -> dict[int, list[Entry]]:
+        """Up to `radius` entries either side of each of the conversation's `seqs`, in order."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int: ...
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...

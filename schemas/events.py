@@ -21,6 +21,7 @@ SESSION_THREAD = "session"  # the subject's own session
 PUBLIC_THREAD = "public"  # one per tenant (seed 000, "Other threads")
 AUTOMATION_THREAD = "automation"  # one per agent
 THREADS: tuple[str, ...] = (SESSION_THREAD, PUBLIC_THREAD, AUTOMATION_THREAD)
+MAIN_CONVERSATION = "main"  # a thread's current conversation, the one its session projection shows
 MAX_NAME_LENGTH = 200
 KEY_SEPARATOR = "\x1f"  # a control character, which names may not contain
 
@@ -104,10 +105,13 @@ class QuestionAsked:
     question: str
     channel: str = "v2"
     asker: str | None = None  # v2: display name, prefixed to public questions
+    conversation: str | None = None  # v3: None is the thread's current conversation (main)
+    original: str | None = None  # v3: the request's JSON text exactly as received
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("question", self.question)
+        check_conversation(self.conversation)
         if self.asker is not None:
             check_name("asker", self.asker)
         if self.channel not in CHANNELS:
@@ -125,10 +129,13 @@ class ToolCalled:
     result: str  # JSON text
     ok: bool = True
     duration_ms: int | None = None
+    conversation: str | None = None  # v2
+    original: str | None = None  # v2
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("name", self.name)
+        check_conversation(self.conversation)
         if not isinstance(self.call_index, int) or self.call_index < 0:
             raise InvalidEvent("call_index", "must be a non-negative integer")
         for name in ("arguments", "result"):
@@ -147,10 +154,13 @@ class AnswerGiven:
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    conversation: str | None = None  # v2
+    original: str | None = None  # v2
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("answer", self.answer, allow_empty=True)
+        check_conversation(self.conversation)
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,90 @@ class ThreadReset:
     TYPE: ClassVar[str] = "memlog.ThreadReset"
     envelope: Envelope
     reason: str | None = None
+    conversation: str | None = None  # v2
+
+    def __post_init__(self) -> None:
+        check_conversation(self.conversation)
+
+
+@dataclass(frozen=True)
+class ThreadRenamed:
+    """The conversation's identity moves to `target`; its entries and archives move with it (004)."""
+
+    TYPE: ClassVar[str] = "memlog.ThreadRenamed"
+    envelope: Envelope
+    conversation: str
+    target: str
+
+    def __post_init__(self) -> None:
+        check_name("conversation", self.conversation)
+        check_name("target", self.target)
+        if self.target == self.conversation:
+            raise InvalidEvent("target", "is the conversation itself")
+
+
+@dataclass(frozen=True)
+class ThreadForked:
+    """The newest `entries` active entries are copied to a new conversation; the source is unchanged (004)."""
+
+    TYPE: ClassVar[str] = "memlog.ThreadForked"
+    envelope: Envelope
+    conversation: str
+    target: str
+    entries: int
+
+    def __post_init__(self) -> None:
+        check_name("conversation", self.conversation)
+        check_name("target", self.target)
+        if self.target == self.conversation:
+            raise InvalidEvent("target", "is the source conversation itself")
+        if isinstance(self.entries, bool) or not isinstance(self.entries, int) or self.entries < 1:
+            raise InvalidEvent("entries", "must be a positive integer")
+
+
+CONVERSATION_KINDS: tuple[str, ...] = ("main", "task", "subagent")
+
+
+@dataclass(frozen=True)
+class ThreadArchived:
+    """Archive metadata changes (archived, protected, kind, label); entries do not (004)."""
+
+    TYPE: ClassVar[str] = "memlog.ThreadArchived"
+    envelope: Envelope
+    conversation: str
+    archived: bool | None = None
+    protected: bool | None = None
+    kind: str | None = None
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name("conversation", self.conversation)
+        if self.kind is not None and self.kind not in CONVERSATION_KINDS:
+            raise InvalidEvent("kind", f"must be one of {', '.join(CONVERSATION_KINDS)}, not {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class ThreadPurged:
+    """The conversation's entries and archives are deleted (004: purge cascades to its archives)."""
+
+    TYPE: ClassVar[str] = "memlog.ThreadPurged"
+    envelope: Envelope
+    conversation: str
+    reason: str | None = None
+    expect_last_seq: int | None = None  # retention: only while the newest entry is still this one
+
+    def __post_init__(self) -> None:
+        check_name("conversation", self.conversation)
+
+
+def check_conversation(value: str | None) -> None:
+    if value is not None:
+        check_name("conversation", value)
+
+
+def conversation_of(event: object) -> str:
+    """The conversation an event acts on; events without one belong to the thread's current one."""
+    return getattr(event, "conversation", None) or MAIN_CONVERSATION
 
 
 FACT_SCOPES: tuple[str, ...] = ("agent", "shared")
@@ -313,9 +407,18 @@ class SubjectExportRequested:
 
 
 ExchangeEvent = QuestionAsked | ToolCalled | AnswerGiven
-ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset
+ThreadOperation = ThreadRenamed | ThreadForked | ThreadArchived | ThreadPurged
+ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset | ThreadOperation
 TRACE_EVENTS: tuple[type[RunTraced], ...] = (RunTraced,)
-THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (QuestionAsked, ToolCalled, AnswerGiven, ThreadFolded, ThreadReset)
+THREAD_OPERATIONS: tuple[type[ThreadOperation], ...] = (ThreadRenamed, ThreadForked, ThreadArchived, ThreadPurged)
+THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (
+    QuestionAsked,
+    ToolCalled,
+    AnswerGiven,
+    ThreadFolded,
+    ThreadReset,
+    *THREAD_OPERATIONS,
+)
 FACT_EVENTS: tuple[type[FactEvent], ...] = (FactRemembered, FactRevised, FactForgotten, FactsCleared)
 PrivacyEvent = SubjectErased | SubjectExportRequested
 PRIVACY_EVENTS: tuple[type[PrivacyEvent], ...] = (SubjectErased, SubjectExportRequested)
@@ -328,6 +431,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         AnswerGiven,
         ThreadFolded,
         ThreadReset,
+        ThreadRenamed,
+        ThreadForked,
+        ThreadArchived,
+        ThreadPurged,
         FactRemembered,
         FactRevised,
         FactForgotten,
@@ -410,6 +517,18 @@ def exchange_id_for(tenant: str, subject: str, idempotency_key: str | None) -> s
     )
 
 
+def encodable(text: str) -> str:
+    """The text with lone surrogates (valid in JSON escapes, not in UTF-8) replaced by U+FFFD.
+
+    Only the structured fields are cleaned; the original JSON text keeps its escapes as received.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def json_text(field_name: str, value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -439,16 +558,23 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
         "exchange_id",
         "thread",
         "asker",
+        "conversation",
+        "original",
     }
     unknown = sorted(set(payload) - known)
     if unknown:
         raise InvalidEvent(unknown[0], "is not a field of an exchange")
     tenant = check_name("tenant", payload.get("tenant"))
     subject = check_name("subject", payload.get("subject"))
-    question = check_text("question", payload.get("question"))
+    question = encodable(check_text("question", payload.get("question")))
     answer = payload.get("answer")
     if answer is not None:
-        check_text("answer", answer, allow_empty=True)
+        answer = encodable(check_text("answer", answer, allow_empty=True))
+    conversation = payload.get("conversation")
+    check_conversation(conversation)
+    original = payload.get("original")
+    if original is not None and not isinstance(original, str):
+        raise InvalidEvent("original", "must be the JSON text as received")
     key = payload.get("idempotency_key")
     if key is not None:
         check_name("idempotency_key", key)
@@ -471,7 +597,9 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
     )
     asker = payload.get("asker")
     channel = str(payload.get("channel") or "v2")
-    events: list[ExchangeEvent] = [QuestionAsked(envelope, exchange_id, question, channel, asker)]
+    events: list[ExchangeEvent] = [
+        QuestionAsked(envelope, exchange_id, question, channel, asker, conversation=conversation, original=original)
+    ]
     for index, call in enumerate(tool_calls):
         where = f"tool_calls[{index}]"
         if not isinstance(call, dict):
@@ -491,11 +619,12 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
                     envelope=_next(envelope),
                     exchange_id=exchange_id,
                     call_index=index,
-                    name=check_text(f"{where}.name", call.get("name")),
-                    arguments=json_text(f"{where}.arguments", call.get("arguments", {})),
-                    result=json_text(f"{where}.result", call.get("result")),
+                    name=encodable(check_text(f"{where}.name", call.get("name"))),
+                    arguments=encodable(json_text(f"{where}.arguments", call.get("arguments", {}))),
+                    result=encodable(json_text(f"{where}.result", call.get("result"))),
                     ok=ok,
                     duration_ms=duration,
+                    conversation=conversation,
                 )
             )
         except InvalidEvent as exc:
@@ -503,7 +632,9 @@ def exchange_events(payload: dict[str, Any], *, producer: str, now: int | None =
                 raise
             raise InvalidEvent(f"{where}.{exc.field}", exc.problem) from None
     if answer is not None:
-        events.append(AnswerGiven(_next(envelope), exchange_id, answer, model=payload.get("model")))
+        events.append(
+            AnswerGiven(_next(envelope), exchange_id, answer, model=payload.get("model"), conversation=conversation)
+        )
     return events
 
 

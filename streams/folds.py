@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 import uuid
+from dataclasses import replace
 
 from memlog.errors import LogUnavailable, StoreUnavailable
 from memlog.metrics import Metrics
@@ -45,12 +46,14 @@ class FoldService:
         """The same service reading another namespace's sessions."""
         return FoldService(store, self._producer, self._summarizer, self._policy, self._producer_name, self._metrics)
 
-    async def fold(self, key: ThreadKey, *, urgent: bool = False) -> Position | None:
-        """Fold the thread if it needs it; the position of the ThreadFolded produced, else None."""
+    async def fold(self, key: ThreadKey, *, urgent: bool = False, force: bool = False) -> Position | None:
+        """Fold the thread if it needs it (or, forced, whatever it can); the ThreadFolded's position, else None."""
         session = await self._store.read(key)
         if session is None:
             return None
-        folded = plan_fold(session, self._policy)
+        # forced: an explicit compact folds below the thresholds, still keeping the newest exchanges
+        policy = replace(self._policy, fold_tokens=0, fold_exchanges=0) if force else self._policy
+        folded = plan_fold(session, policy)
         if not folded:
             return None
         started = time.perf_counter()

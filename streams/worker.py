@@ -26,6 +26,7 @@ from memlog.metrics import Metrics
 from memlog.privacy import SubjectData
 from memlog.services import NamespacePointer, make_codec
 from memlog.settings import Settings
+from projections.mongo_archives import MongoConversationArchive, MongoIdempotency
 from projections.mongo_store import (
     MongoArchiveStore,
     MongoCheckpoints,
@@ -96,6 +97,7 @@ def build_projections(
     archive = MongoArchiveStore(database)
     facts = MongoFactStore(database)
     traces = MongoTraceStore(database)
+    conversations = MongoConversationArchive(database)
     out: list[tuple[str, Projector[Any]]] = []
 
     def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Any) -> None:
@@ -129,10 +131,12 @@ def build_projections(
         add("sessions", "threads", THREAD_EVENTS, step, sessions)
     if "archives" in which:
         archive_checkpoints = MongoCheckpoints(database, "archive")
-        add("archive", "threads", THREAD_EVENTS, ArchiveStep(archive, archive_checkpoints), archive_checkpoints)
+        archiving = ArchiveStep(archive, archive_checkpoints, conversations, fork_entries=settings.fork_entries)
+        add("archive", "threads", THREAD_EVENTS, archiving, archive_checkpoints)
 
     async def prepare() -> None:
         await archive.prepare()
+        await conversations.prepare()
         await facts.prepare()
         await traces.prepare()
 
@@ -203,11 +207,12 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         facts=MongoFactStore(database),
         traces=MongoTraceStore(database),
         archive=MongoArchiveStore(database),
+        conversations=MongoConversationArchive(database),
+        idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
         exports=exports,
         vault=vault,
         ledger=ledger,
         sealer=sealer,
-        idempotency_prefix=base.redis_prefix,
     )
     privacy_checkpoints = MongoCheckpoints(database, "privacy")
     privacy_projector: Projector[Any] = Projector(

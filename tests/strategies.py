@@ -7,7 +7,19 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ThreadReset, ToolCalled
+from schemas.events import (
+    AnswerGiven,
+    Envelope,
+    QuestionAsked,
+    ThreadArchived,
+    ThreadEvent,
+    ThreadFolded,
+    ThreadForked,
+    ThreadPurged,
+    ThreadRenamed,
+    ThreadReset,
+    ToolCalled,
+)
 
 names = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
 texts = st.text(max_size=300).filter(lambda s: "\x00" not in s or True)
@@ -39,7 +51,7 @@ def envelopes(
 def thread_events(draw: st.DrawFn) -> ThreadEvent:
     env = draw(envelopes())
     exchange_id = draw(names)
-    kind = draw(st.sampled_from(["question", "tool", "answer", "fold", "reset"]))
+    kind = draw(st.sampled_from(["question", "tool", "answer", "fold", "reset", "operation"]))
     if kind == "question":
         return QuestionAsked(
             env,
@@ -47,6 +59,27 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
             draw(texts.filter(bool)),
             draw(st.sampled_from(["v1", "v2", "askx"])),
             draw(st.none() | names),
+            conversation=draw(st.none() | names),
+            original=draw(st.none() | st.just('{"q":"\\u0000\\ud800"}') | texts),
+        )
+    if kind == "operation":
+        source, target = draw(st.lists(names, min_size=2, max_size=2, unique=True))
+        return draw(
+            st.sampled_from(
+                [
+                    ThreadRenamed(env, source, target),
+                    ThreadForked(env, source, target, draw(st.integers(1, 500))),
+                    ThreadArchived(
+                        env,
+                        source,
+                        draw(st.none() | st.booleans()),
+                        draw(st.none() | st.booleans()),
+                        draw(st.none() | st.sampled_from(["main", "task", "subagent"])),
+                        draw(st.none() | texts),
+                    ),
+                    ThreadPurged(env, source, draw(st.none() | texts), draw(st.none() | st.integers(0, 2**40))),
+                ]
+            )
         )
     if kind == "fold":
         return ThreadFolded(
@@ -58,7 +91,7 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
             draw(st.booleans()),
         )
     if kind == "reset":
-        return ThreadReset(env, draw(st.none() | texts))
+        return ThreadReset(env, draw(st.none() | texts), draw(st.none() | names))
     if kind == "tool":
         return ToolCalled(
             env,
@@ -98,8 +131,14 @@ def session_histories(draw: st.DrawFn, ttl_ms: int) -> list[ThreadEvent]:
             events.append(ToolCalled(env, exchange_id, index, "tool", "{}", json.dumps(draw(json_values))))
         if draw(st.booleans()):
             events.append(AnswerGiven(env, exchange_id, draw(texts)))
-        action = draw(st.sampled_from(["none", "none", "fold", "reset"]))
-        if action == "fold":
+        action = draw(st.sampled_from(["none", "none", "fold", "reset", "rename", "purge", "side"]))
+        if action == "rename":  # the current conversation moves away: the session starts afresh
+            events.append(ThreadRenamed(env, "main", f"moved-{number}"))
+        elif action == "purge":
+            events.append(ThreadPurged(env, "main", "asked"))
+        elif action == "side":  # another conversation of the thread never shows in the session
+            events.append(QuestionAsked(env, f"side-{number}", "aside", conversation="side"))
+        elif action == "fold":
             covers = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
             events.append(ThreadFolded(env, f"f{number}", draw(texts), tuple(covers), "extractive"))
         elif action == "reset":

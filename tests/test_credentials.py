@@ -24,6 +24,8 @@ OPERATOR = {
     ("get", "/v1/tenants/{tenant}/ledger"),
     ("post", "/v1/replays"),
     ("get", "/v1/replays/{replay_id}"),
+    ("post", "/v1/tenants/{tenant}/threads/{thread}/conversations/{conversation}/purge"),
+    ("post", "/v1/tenants/{tenant}/retention"),
 }
 # operator actions over every tenant at once: the only routes that name no tenant
 ALL_TENANTS = {("post", "/v1/replays"), ("get", "/v1/replays/{replay_id}")}
@@ -36,6 +38,9 @@ PATH_VALUES = {
     "run_id": "r",
     "exchange_id": "x",
     "name": "recall",
+    "thread": "session:s",
+    "conversation": "main",
+    "entry_id": "x.q",
 }
 
 
@@ -54,10 +59,12 @@ def body_for(path: str, tenant: str) -> dict[str, Any] | None:
         return {"text": "a fact"}
     if path.endswith("/tools/{name}"):
         return {"arguments": {"query": "q"}}
-    if path.endswith("/reset"):
+    if path.endswith("/reset") or path.endswith("/archive") or path.endswith("/purge") or path.endswith("/retention"):
         return {}
     if path == "/v1/replays":
         return {"projection": "traces", "switch": False}
+    if path.endswith("/rename") or path.endswith("/fork"):
+        return {"target": "elsewhere"}
     return None
 
 

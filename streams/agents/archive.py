@@ -1,19 +1,30 @@
-"""The archive projection: every thread event kept in MongoDB as it was logged, written in bulk."""
+"""The archive projection: every thread event kept as it was logged, and the conversation archive
+(active and archived generations, thread operations) derived from the same events, written in bulk."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from projections.archives import FORK_ENTRIES, plan_archive
 from projections.position import Position
-from projections.stores import ArchivedEvent, ArchiveStore, Checkpoints
+from projections.stores import ArchivedEvent, ArchiveStore, Checkpoints, ConversationArchive
 from schemas.events import ThreadEvent, to_record
 from streams.projector import advance_past
 
 
 class ArchiveStep:
-    def __init__(self, store: ArchiveStore, checkpoints: Checkpoints) -> None:
+    def __init__(
+        self,
+        store: ArchiveStore,
+        checkpoints: Checkpoints,
+        conversations: ConversationArchive | None = None,
+        *,
+        fork_entries: int = FORK_ENTRIES,
+    ) -> None:
         self._store = store
         self._checkpoints = checkpoints
+        self._conversations = conversations
+        self._fork_entries = fork_entries
 
     async def __call__(self, events: Sequence[tuple[ThreadEvent, Position]]) -> None:
         await self._store.append(
@@ -31,4 +42,6 @@ class ArchiveStep:
                 for event, position in events
             ]
         )
+        if self._conversations is not None:
+            await self._conversations.apply(plan_archive(events, fork_entries=self._fork_entries))
         await advance_past(self._checkpoints, events)

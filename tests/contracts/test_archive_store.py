@@ -44,6 +44,13 @@ class ArchiveStoreContract:
         assert await archive.count("castle") == 2
         assert await archive.count("other") == 1
 
+    async def test_erasing_a_subject_deletes_only_its_events(self, archive: ArchiveStore) -> None:
+        await archive.append([_event(0), _event(1, subject="bob"), _event(2, tenant="other")])
+        assert [e["record"]["question"] for e in await archive.export_subject("castle", "ann")] == ["q0"]
+        assert await archive.erase_subject("castle", "ann") == 1
+        assert await archive.export_subject("castle", "ann") == []
+        assert await archive.count("castle") == 1 and await archive.count("other") == 1
+
 
 class TestMemoryArchiveStore(ArchiveStoreContract):
     @pytest.fixture

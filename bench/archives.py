@@ -1,0 +1,160 @@
+"""Benchmark: archive search latency (p50 / p99) over 1,000,000 archived entries across 10,000 threads,
+next to the raw MongoDB query the search issues, in the same run. No assertions.
+
+`MEMLOG_BENCH_ARCHIVE_ENTRIES` / `_THREADS` make it smaller for a quick look; the entries are
+written in bulk straight through the store (SecantusDB takes several minutes for a million).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pymongo.errors import PyMongoError
+
+from bench.projection import on_local_stack
+from memlog.conversations import Conversations
+from memlog.services import open_services
+from memlog.settings import Settings
+from projections.archives import ConversationRef, Entry, index_terms, tokens
+
+ENTRIES = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_ENTRIES", "1000000"))
+THREADS = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_THREADS", "10000"))
+QUERIES = 300
+BULK = 5_000
+WORDS = [
+    *[
+        "chest",
+        "diamond",
+        "pickaxe",
+        "torch",
+        "gate",
+        "village",
+        "iron",
+        "gold",
+        "redstone",
+        "furnace",
+        "farm",
+        "wheat",
+        "sheep",
+        "bridge",
+        "river",
+        "cave",
+    ],
+    *[
+        "nether",
+        "portal",
+        "obsidian",
+        "lava",
+        "water",
+        "boat",
+        "horse",
+        "saddle",
+        "map",
+        "compass",
+        "bed",
+        "door",
+        "window",
+        "wall",
+        "tower",
+        "castle",
+    ],
+]
+T0 = 1_795_000_000_000
+
+
+def entry(rng: random.Random, number: int) -> Entry:
+    per_thread = ENTRIES // THREADS
+    thread, seq = divmod(number, per_thread)  # a thread's entries together, as one partition's log holds them
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 24)))
+    role = "question" if seq % 2 == 0 else "answer"
+    return Entry(
+        ref=ConversationRef("bench", "session", f"player-{thread:05d}", "main" if seq < per_thread * 4 // 5 else "old"),
+        entry_id=f"x{seq // 2}.{'q' if role == 'question' else 'a'}",
+        store_id=f"threads:{thread % 6}:{number}",
+        seq=number,
+        exchange_id=f"x{seq // 2}",
+        role=role,
+        occurred_at=T0 + number,
+        text=text,
+        original=None,
+        subject=f"player-{thread:05d}",
+        reset_at=number + 1 if seq >= per_thread * 4 // 5 else 2**62,  # a fifth sits in a reset archive
+        terms=index_terms(text),
+    )
+
+
+async def latencies(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
+    taken = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        await call()
+        taken.append((time.perf_counter() - started) * 1000)
+    return taken
+
+
+def quantiles(values: list[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return cuts[49], cuts[98]
+
+
+async def main(settings: Settings) -> None:
+    rng = random.Random(7)
+    async with open_services(settings) as services:
+        store = services.conversations
+        await store.prepare()
+        started = time.perf_counter()
+        for start in range(0, ENTRIES, BULK):
+            await store.insert_entries([entry(rng, n) for n in range(start, min(start + BULK, ENTRIES))])
+            if start % 100_000 == 0:
+                print(f"  loaded {start:,} entries, {time.perf_counter() - started:.0f} s", flush=True)
+        load_s = time.perf_counter() - started
+        conversations = Conversations(store, None, "bench")
+        owners = [f"player-{rng.randrange(THREADS):05d}" for _ in range(QUERIES)]
+        queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(QUERIES)]
+        plan = iter(list(zip(owners, queries, strict=True)) * 2)
+
+        async def search() -> Any:
+            owner, query = next(plan)
+            return await conversations.search("bench", "session", owner, query, scope="history", limit=20)
+
+        raw_entries = services.database["entries"]
+        raw_plan = iter(list(zip(owners, queries, strict=True)))
+
+        async def raw() -> Any:
+            owner, query = next(raw_plan)
+            await conversations.snapshot("bench", "session", owner)
+            filter_ = store.candidate_query("bench", "session", owner, sorted(set(tokens(query))), conversation=None)
+            return await raw_entries.find(filter_, {"terms": 0}).to_list()
+
+        raw_ms = await latencies(raw, QUERIES)
+        search_ms = await latencies(search, QUERIES)
+        example = store.candidate_query(
+            "bench", "session", owners[0], sorted(set(tokens(queries[0]))), conversation=None
+        )
+        report(load_s, example, raw_ms, search_ms)
+        try:
+            await services.mongo.drop_database(settings.mongo_db_name)
+        except PyMongoError as exc:  # dropping a million documents can outlast the client's patience
+            print(f"(the benchmark database {settings.mongo_db_name} was not dropped: {exc})")
+
+
+def report(load_s: float, example: dict[str, Any], raw_ms: list[float], search_ms: list[float]) -> None:
+    raw_p50, raw_p99 = quantiles(raw_ms)
+    p50, p99 = quantiles(search_ms)
+    print(
+        f"\n{ENTRIES:,} archived entries across {THREADS:,} threads, loaded in {load_s:.0f} s "
+        f"({ENTRIES / load_s:,.0f} entries/s, bulk of {BULK:,})"
+    )
+    print(f"raw query: entries.find({example}) plus the snapshot read of the thread's conversations")
+    print(f"  {'raw MongoDB candidate query':40} p50 {raw_p50:8.2f} ms   p99 {raw_p99:8.2f} ms")
+    print(f"  {'memlog search (query, match, rank, neighbours)':40} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms")
+    print(f"  ratio, search / raw: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
+
+
+if __name__ == "__main__":
+    on_local_stack(main)

@@ -1,0 +1,315 @@
+"""Conversation archives for the API and the CLI: search, export, originals, operations, retention.
+
+The rules are in projections/archives.py; this module only loads what they need and produces events.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from memlog.errors import InvalidEvent, TargetExists
+from projections.archives import (
+    EXPORT_PAGE_MAX,
+    MAX_NEIGHBOUR_RADIUS,
+    MAX_RESULTS,
+    ConversationMeta,
+    ConversationRef,
+    Entry,
+    RetentionPolicy,
+    Scope,
+    binding,
+    decode_cursor,
+    encode_cursor,
+    excerpt,
+    match,
+    plan_retention,
+    rank,
+    retention_reason,
+    tokens,
+)
+from projections.position import Position
+from projections.stores import ConversationArchive
+from schemas.events import (
+    AUTOMATION_THREAD,
+    MAIN_CONVERSATION,
+    SESSION_THREAD,
+    Envelope,
+    ThreadArchived,
+    ThreadEvent,
+    ThreadForked,
+    ThreadPurged,
+    ThreadRenamed,
+    ThreadReset,
+    check_name,
+)
+from streams.producer import EventProducer
+
+log = logging.getLogger(__name__)
+PROVENANCE_ORDER = {"active": 0, "compacted": 1, "reset": 2}
+
+
+def envelope_for(ref: ConversationRef, producer: str, occurred_at: int | None = None) -> Envelope:
+    extra: dict[str, Any] = {} if occurred_at is None else {"occurred_at": occurred_at}
+    return Envelope(
+        tenant=ref.tenant,
+        thread=ref.thread,
+        subject=ref.owner if ref.thread == SESSION_THREAD else None,
+        agent=ref.owner if ref.thread == AUTOMATION_THREAD else None,
+        producer=producer,
+        **extra,
+    )
+
+
+def _brief(entry: Entry, at: int, snapshot: int) -> dict[str, Any]:
+    view = entry.view(snapshot)
+    view["excerpt"] = excerpt(view.pop("text"), at)
+    return view
+
+
+@dataclass
+class Conversations:
+    """Args:
+    store: the conversation archive.
+    producer: where operations are produced (None for read-only use).
+    producer_name: the envelope's producer.
+    fork_entries: MEMLOG_FORK_ENTRIES.
+    """
+
+    store: ConversationArchive
+    producer: EventProducer | None
+    producer_name: str
+    fork_entries: int = 200
+
+    async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
+        """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
+        metas = await self.store.conversations(tenant, thread, owner)
+        return max((m.last_seq for m in metas), default=-1)
+
+    # --- search -----------------------------------------------------------------------------
+
+    async def search(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        query: str,
+        *,
+        scope: Scope = "current",
+        conversation: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        radius: int = 1,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        if not query.strip():
+            raise InvalidEvent("q", "must not be empty")
+        if not 0 <= radius <= MAX_NEIGHBOUR_RADIUS:
+            raise InvalidEvent("neighbours", f"must be 0 to {MAX_NEIGHBOUR_RADIUS}")
+        if not 1 <= limit <= MAX_RESULTS:
+            raise InvalidEvent("limit", f"must be 1 to {MAX_RESULTS}")
+        bound = binding("search", tenant, thread, owner, scope, conversation, query, since, until)
+        after: tuple[int, int, int, str] | None = None
+        if cursor:
+            snapshot, position = decode_cursor(cursor, bound)
+            if len(position) != 4:
+                raise InvalidEvent("cursor", "is not a search cursor")
+            after = (int(position[0]), int(position[1]), int(position[2]), str(position[3]))
+        else:
+            snapshot = await self.snapshot(tenant, thread, owner)
+        wanted = sorted(set(tokens(query)))
+        candidates = await self.store.candidates(
+            tenant,
+            thread,
+            owner,
+            wanted,
+            conversation=conversation,
+            scope=scope,
+            snapshot=snapshot,
+            since=since,
+            until=until,
+        )
+        hits = rank(query, candidates, after=after, limit=limit + 1)
+        more = len(hits) > limit
+        hits = hits[:limit]
+        by_conversation: dict[ConversationRef, list[int]] = {}
+        for hit in hits:
+            by_conversation.setdefault(hit.entry.ref, []).append(hit.entry.seq)
+        nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
+        if radius:
+            for ref, seqs in by_conversation.items():
+                for seq, found in (await self.store.neighbours(ref, seqs, radius, snapshot)).items():
+                    nearby[(ref, seq)] = found
+        results = []
+        for hit in hits:
+            item = _brief(hit.entry, hit.found.at, snapshot)
+            item["match"] = "phrase" if hit.found.phrase else "tokens"
+            item["coverage"] = hit.found.coverage
+            item["source_ref"] = {"entry_id": hit.entry.entry_id, "conversation": hit.entry.ref.conversation}
+            near = nearby.get((hit.entry.ref, hit.entry.seq), [])
+            item["neighbours"] = [
+                _brief(n, _centre(query, n.text), snapshot) for n in near if scope == "history" or n.reset_at > snapshot
+            ]
+            results.append(item)
+        next_cursor = encode_cursor(bound, snapshot, list(hits[-1].key)) if more and hits else None
+        return {
+            "query": query,
+            "scope": scope,
+            "snapshot": str(snapshot),
+            "results": results,
+            "next_cursor": next_cursor,
+        }
+
+    # --- export and originals ---------------------------------------------------------------
+
+    async def export(
+        self,
+        ref: ConversationRef,
+        *,
+        archives: str = "current",
+        limit: int = EXPORT_PAGE_MAX,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """004: compacted generations since the latest reset plus the active entries, from one snapshot;
+        `archives=reset` pages the reset archives instead."""
+        if archives not in ("current", "reset"):
+            raise InvalidEvent("archives", "must be current or reset")
+        if not 1 <= limit <= EXPORT_PAGE_MAX:
+            raise InvalidEvent("limit", f"must be 1 to {EXPORT_PAGE_MAX}")
+        bound = binding("export", ref.tenant, ref.thread, ref.owner, ref.conversation, archives)
+        if cursor:
+            snapshot, position = decode_cursor(cursor, bound)
+            after_seq = int(position[0])
+        else:
+            meta = await self.store.meta(ref)
+            snapshot, after_seq = (meta.last_seq if meta else -1), -1
+        page = await self.store.entries(
+            ref,
+            scope="current" if archives == "current" else "reset",
+            snapshot=snapshot,
+            after_seq=after_seq,
+            limit=limit,
+        )
+        items = [{**e.view(snapshot), "original": e.original} for e in page]
+        next_cursor = encode_cursor(bound, snapshot, [page[-1].seq]) if len(page) == limit else None
+        return {
+            "conversation": ref.conversation,
+            "archives": archives,
+            "snapshot": str(snapshot),
+            "entries": items,
+            "next_cursor": next_cursor,
+        }
+
+    async def original(
+        self, tenant: str, thread: str, owner: str, entry_id: str, conversation: str | None
+    ) -> Entry | None:
+        """004: the live entry first, then its archived occurrence; one answer, never duplicates."""
+        found = [
+            e
+            for e in await self.store.occurrences(tenant, thread, owner, entry_id)
+            if conversation is None or e.ref.conversation == conversation
+        ]
+        if not found:
+            return None
+        return min(
+            found,
+            key=lambda e: (
+                PROVENANCE_ORDER[e.provenance()],
+                e.ref.conversation != MAIN_CONVERSATION,
+                e.forked_from is not None,
+                e.seq,
+            ),
+        )
+
+    # --- operations -------------------------------------------------------------------------
+
+    def _producer(self) -> EventProducer:
+        if self.producer is None:
+            raise InvalidEvent("producer", "this process was opened read-only")
+        return self.producer
+
+    async def _produce(self, event: ThreadEvent) -> Position:
+        return await self._producer().produce([event])
+
+    async def reset(self, ref: ConversationRef, reason: str | None = None) -> Position:
+        conversation = None if ref.conversation == MAIN_CONVERSATION else ref.conversation
+        return await self._produce(ThreadReset(envelope_for(ref, self.producer_name), reason, conversation))
+
+    async def _free_target(self, ref: ConversationRef, target: str) -> None:
+        check_name("target", target)
+        if target == ref.conversation:
+            raise InvalidEvent("target", f"is the source conversation {ref.conversation!r} itself")
+        held = await self.store.meta(ConversationRef(ref.tenant, ref.thread, ref.owner, target))
+        if held is not None or target == MAIN_CONVERSATION:
+            raise TargetExists(f"conversation {target!r} exists already; choose another target")
+
+    async def rename(self, ref: ConversationRef, target: str) -> Position:
+        await self._free_target(ref, target)
+        return await self._produce(ThreadRenamed(envelope_for(ref, self.producer_name), ref.conversation, target))
+
+    async def fork(self, ref: ConversationRef, target: str) -> Position:
+        await self._free_target(ref, target)
+        event = ThreadForked(envelope_for(ref, self.producer_name), ref.conversation, target, self.fork_entries)
+        return await self._produce(event)
+
+    async def archive(
+        self,
+        ref: ConversationRef,
+        *,
+        archived: bool | None = None,
+        protected: bool | None = None,
+        kind: str | None = None,
+        label: str | None = None,
+    ) -> Position:
+        event = ThreadArchived(
+            envelope_for(ref, self.producer_name), ref.conversation, archived, protected, kind, label
+        )
+        return await self._produce(event)
+
+    async def purge(self, ref: ConversationRef, reason: str | None = None) -> Position:
+        return await self._produce(ThreadPurged(envelope_for(ref, self.producer_name), ref.conversation, reason))
+
+    # --- retention --------------------------------------------------------------------------
+
+    async def retention(
+        self, tenant: str, policy: RetentionPolicy, now_ms: int, *, confirm: bool = False
+    ) -> dict[str, Any]:
+        """Dry run by default: the targets. Confirmed: each target is re-checked, then purged."""
+        targets = plan_retention(await self.store.conversations(tenant), policy, now_ms)
+        report: dict[str, Any] = {
+            "tenant": tenant,
+            "enabled": policy.enabled,
+            "days": dict(policy.days),
+            "dry_run": not confirm,
+            "targets": [t.view() for t in targets],
+            "purged": [],
+            "skipped": [],
+        }
+        if not confirm:
+            return report
+        for target in targets:
+            fresh: ConversationMeta | None = await self.store.meta(target.meta.ref)
+            reason = "gone already" if fresh is None else retention_reason(fresh, policy, now_ms)
+            if reason is None and fresh is not None and fresh.last_seq != target.meta.last_seq:
+                reason = "changed since it was planned"
+            if reason is not None or fresh is None:
+                report["skipped"].append({"conversation": target.meta.ref.conversation, "reason": reason})
+                continue
+            event = ThreadPurged(
+                envelope_for(fresh.ref, self.producer_name),
+                fresh.ref.conversation,
+                "retention",
+                expect_last_seq=fresh.last_seq,
+            )
+            position = await self._produce(event)
+            report["purged"].append({**fresh.view(), "position": position.token()})
+        log.info("retention of %s: %d purged, %d skipped", tenant, len(report["purged"]), len(report["skipped"]))
+        return report
+
+
+def _centre(query: str, text: str) -> int:
+    """Where a neighbour's excerpt centres: on the match when it has one, else its start."""
+    found = match(query, text)
+    return found.at if found else 0

@@ -1,0 +1,68 @@
+"""`memlog threads ...` and `memlog retention ...`: the archive operations straight on the log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from memlog.conversations import Conversations
+from memlog.errors import InvalidEvent, NothingToDo
+from memlog.services import open_services
+from memlog.settings import Settings
+from projections.archives import ConversationRef, parse_thread
+from projections.session import ThreadKey
+from schemas.events import MAIN_CONVERSATION, check_name, now_ms
+from streams.folds import FoldService
+from streams.summarizers import make_summarizer
+
+
+def _flag(value: str | None) -> bool | None:
+    return None if value is None else value == "true"
+
+
+async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
+    kind, owner = parse_thread(args.thread)
+    ref = ConversationRef(check_name("tenant", args.tenant), kind, owner, check_name("conversation", args.conversation))
+    async with open_services(settings, producer=True) as services:
+        conversations = Conversations(services.conversations, services.producer, "memlog-cli", settings.fork_entries)
+        if args.action == "list":
+            metas = await services.conversations.conversations(ref.tenant, ref.thread, ref.owner)
+            return json.dumps([m.view() for m in metas], indent=1)
+        if args.action in ("rename", "fork") and not args.target:
+            raise InvalidEvent("target", f"{args.action} needs --target")
+        if args.action == "compact":
+            if ref.conversation != MAIN_CONVERSATION:
+                raise InvalidEvent("conversation", "only the current conversation (main) is compacted")
+            folds = FoldService(
+                services.sessions, services.producer, make_summarizer(settings), settings.thread_policy(), "memlog-cli"
+            )
+            position = await folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
+            if position is None:
+                raise NothingToDo("nothing to compact")
+        elif args.action == "reset":
+            position = await conversations.reset(ref, args.reason)
+        elif args.action == "rename":
+            position = await conversations.rename(ref, args.target)
+        elif args.action == "fork":
+            position = await conversations.fork(ref, args.target)
+        elif args.action == "archive":
+            position = await conversations.archive(
+                ref, archived=_flag(args.archived), protected=_flag(args.protected), kind=args.kind
+            )
+        else:
+            position = await conversations.purge(ref, args.reason)
+    return f"{args.action} {args.thread} {ref.conversation}: {position.token()}"
+
+
+async def run_retention(settings: Settings, args: argparse.Namespace) -> str:
+    async with open_services(settings, producer=args.confirm) as services:
+        conversations = Conversations(
+            services.conversations, services.producer if args.confirm else None, "memlog-cli", settings.fork_entries
+        )
+        report = await conversations.retention(
+            check_name("tenant", args.tenant),
+            settings.retention_policy(),
+            args.now if args.now is not None else now_ms(),
+            confirm=args.confirm,
+        )
+    return json.dumps(report, indent=1)

@@ -1,0 +1,532 @@
+"""Conversation archives: pure rules (seed 004, "Conversation history and archives").
+
+Every thread owner (a subject's session, the tenant's public thread, an agent's automation thread)
+holds named conversations; `main` is the current one, the one the session projection shows. Each
+exchange event becomes one archived entry, kept exactly as received. Compaction (a fold) and reset
+archive a whole generation first; rename, fork, archive and purge act on one conversation.
+
+No I/O here: `plan_archive` turns events into operations a store executes in order, and search,
+cursors, export scope and retention planning are functions of what a store hands back.
+
+Idempotent by position: a thread owner lives on one partition, so an entry's `seq` (its offset) is
+a per-thread sequence. Every operation acts only on entries older than its own offset, and an
+entry's store id is its position, so applying an event twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from memlog.errors import InvalidEvent
+from projections.position import Position
+from schemas.events import (
+    AUTOMATION_THREAD,
+    MAIN_CONVERSATION,
+    PUBLIC_THREAD,
+    SESSION_THREAD,
+    AnswerGiven,
+    QuestionAsked,
+    ThreadArchived,
+    ThreadEvent,
+    ThreadFolded,
+    ThreadForked,
+    ThreadPurged,
+    ThreadRenamed,
+    ThreadReset,
+    ToolCalled,
+    check_name,
+    conversation_of,
+)
+
+NEVER = 2**62  # compacted_at / reset_at of an entry that has not been: compares after every offset
+MAX_RESULTS = 200  # 004: "Results are bounded to 200"
+EXCERPT_CHARS = 240  # 004: "excerpts up to 240 characters"
+NEIGHBOUR_RADIUS = 1  # 004: "The default neighbor radius is one, capped at three."
+MAX_NEIGHBOUR_RADIUS = 3
+EXPORT_PAGE_MAX = 500  # 004: "Page size is capped at 500."
+FORK_ENTRIES = 200  # 004: "Fork defaults to the latest 200 active entries"
+MAX_TERMS = 512  # index terms kept per entry; the matcher, not the index, is the final authority
+Scope = Literal["current", "history"]
+EntryScope = Literal["current", "history", "reset"]  # reset: the reset archives alone
+Provenance = Literal["active", "compacted", "reset"]
+
+
+@dataclass(frozen=True, order=True)
+class ConversationRef:
+    tenant: str
+    thread: str
+    owner: str
+    conversation: str = MAIN_CONVERSATION
+
+
+def parse_thread(ref: str) -> tuple[str, str]:
+    """A thread in a URL: `session:<subject>`, `public`, or `automation:<agent>` -> (thread, owner)."""
+    kind, _, owner = ref.partition(":")
+    if kind == PUBLIC_THREAD and not owner:
+        return PUBLIC_THREAD, ""
+    if kind in (SESSION_THREAD, AUTOMATION_THREAD) and owner:
+        return kind, check_name("thread", owner)
+    raise InvalidEvent("thread", f"{ref!r} is not session:<subject>, public or automation:<agent>")
+
+
+def thread_ref(thread: str, owner: str) -> str:
+    return PUBLIC_THREAD if thread == PUBLIC_THREAD else f"{thread}:{owner}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One archived message occurrence: a question, a tool call, an answer or a fold's summary."""
+
+    ref: ConversationRef
+    entry_id: str  # unique within its conversation
+    store_id: str  # the position it came from: redelivery inserts nothing new
+    seq: int  # its offset: per-thread order, shown as a decimal string
+    exchange_id: str | None
+    role: str  # question, tool, answer, summary
+    occurred_at: int
+    text: str  # what search matches
+    original: str | None  # the JSON text exactly as received, when this entry carries it
+    subject: str | None = None
+    agent: str | None = None
+    enters_prompt: bool = True  # 004: a compaction summary is a debug entry, not a person-facing message
+    compacted_at: int = NEVER  # offset of the fold that took it out of the active transcript
+    reset_at: int = NEVER  # offset of the reset that archived it
+    archives: tuple[str, ...] = ()  # the archived generations it belongs to
+    forked_from: str | None = None
+    terms: tuple[str, ...] = ()
+
+    def provenance(self, snapshot: int = NEVER - 1) -> Provenance:
+        if self.reset_at <= snapshot:
+            return "reset"
+        if self.compacted_at <= snapshot:
+            return "compacted"
+        return "active"
+
+    def view(self, snapshot: int = NEVER - 1) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "conversation": self.ref.conversation,
+            "thread": thread_ref(self.ref.thread, self.ref.owner),
+            "seq": str(self.seq),
+            "exchange_id": self.exchange_id,
+            "role": self.role,
+            "occurred_at": self.occurred_at,
+            "text": self.text,
+            "provenance": self.provenance(snapshot),
+            "archives": list(self.archives),
+            "enters_prompt": self.enters_prompt,
+            "forked_from": self.forked_from,
+        }
+
+
+@dataclass(frozen=True)
+class ConversationMeta:
+    ref: ConversationRef
+    subject: str | None = None
+    kind: str = "main"  # main, task or subagent: the retention policy that applies
+    created_at: int = 0
+    last_at: int = 0  # occurred_at of the newest entry
+    last_seq: int = -1
+    archived: bool = False
+    protected: bool = False
+    label: str | None = None
+    open_exchange: str | None = None  # a question without its answer yet: the conversation is running
+    generations: tuple[str, ...] = ()  # archived generations, oldest first
+    created_by: int = -1  # offset of the event that created it (a fork reserves its target with it)
+
+    @property
+    def running(self) -> bool:
+        return self.open_exchange is not None
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "conversation": self.ref.conversation,
+            "thread": thread_ref(self.ref.thread, self.ref.owner),
+            "kind": self.kind,
+            "created_at": self.created_at,
+            "last_at": self.last_at,
+            "last_seq": str(self.last_seq),
+            "archived": self.archived,
+            "protected": self.protected,
+            "label": self.label,
+            "running": self.running,
+            "current": self.ref.conversation == MAIN_CONVERSATION,
+            "generations": list(self.generations),
+        }
+
+
+# --- tokens and matching -------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_SPACE = re.compile(r"\s+")
+
+
+def tokens(text: str) -> list[str]:
+    """ASCII runs, lowercased (004: "ASCII token coverage")."""
+    return _TOKEN.findall(text.lower())
+
+
+def index_terms(text: str) -> tuple[str, ...]:
+    """The entry's distinct tokens for the candidate index; a conservative narrowing only."""
+    return tuple(sorted(set(tokens(text))))[:MAX_TERMS]
+
+
+@dataclass(frozen=True)
+class Match:
+    phrase: bool
+    coverage: int  # distinct query tokens found
+    at: int  # where the excerpt centres
+
+
+def _normal(text: str) -> str:
+    return _SPACE.sub(" ", text.lower()).strip()
+
+
+def match(query: str, text: str) -> Match | None:
+    """Exact phrase first, then token coverage; a multi-term query needs two matching tokens (004)."""
+    wanted = list(dict.fromkeys(tokens(query)))
+    phrase = _normal(query)
+    if not phrase:
+        return None
+    normal = _normal(text)
+    at = normal.find(phrase)
+    if at >= 0:
+        return Match(True, len(wanted), at)
+    if not wanted:
+        return None  # no ASCII token: only the phrase can match (the fallback path)
+    have = set(tokens(text))
+    found = [token for token in wanted if token in have]
+    if len(found) < min(2, len(wanted)):
+        return None
+    first = min(m.start() for m in (re.search(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])", normal) for t in found) if m)
+    return Match(False, len(found), first)
+
+
+def excerpt(text: str, at: int, limit: int = EXCERPT_CHARS) -> str:
+    """At most `limit` characters of the (whitespace-normalised) text around the match."""
+    normal = _SPACE.sub(" ", text).strip()
+    if len(normal) <= limit:
+        return normal
+    start = max(0, min(at - limit // 3, len(normal) - limit))
+    return normal[start : start + limit]
+
+
+def rank_key(found: Match, entry: Entry) -> tuple[int, int, int, str]:
+    """Sort ascending: phrase matches, then more coverage, then newer, then by identity (stable paging)."""
+    return (0 if found.phrase else 1, -found.coverage, -entry.seq, entry.store_id)
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: Entry
+    found: Match
+    key: tuple[int, int, int, str]
+
+
+def rank(query: str, candidates: Iterable[Entry], *, after: tuple[int, int, int, str] | None, limit: int) -> list[Hit]:
+    """The page of matches after `after` in rank order, from one consistent candidate set.
+
+    Every candidate is matched and ranked before the page is cut, so no later match is ever dropped.
+    Duplicate identities (one entry seen twice) count once.
+    """
+    hits: dict[tuple[ConversationRef, str], Hit] = {}
+    for entry in candidates:
+        found = match(query, entry.text)
+        if found is None:
+            continue
+        hits.setdefault((entry.ref, entry.entry_id), Hit(entry, found, rank_key(found, entry)))
+    ordered = sorted(hits.values(), key=lambda hit: hit.key)
+    if after is not None:
+        ordered = [hit for hit in ordered if hit.key > after]
+    return ordered[:limit]
+
+
+# --- cursors --------------------------------------------------------------------------------
+
+
+def binding(*parts: object) -> str:
+    """What a cursor is bound to: scope, thread (the agent's or subject's), query and filters."""
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:24]
+
+
+def encode_cursor(bound: str, snapshot: int, position: Sequence[object]) -> str:
+    raw = json.dumps({"b": bound, "s": snapshot, "p": list(position)}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, bound: str) -> tuple[int, list[Any]]:
+    """(snapshot, position) of a cursor issued for the same binding; InvalidEvent('cursor') otherwise."""
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        snapshot, position, issued = int(raw["s"]), list(raw["p"]), str(raw["b"])
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise InvalidEvent("cursor", "is not a cursor memlog issued") from None
+    if issued != bound:
+        raise InvalidEvent("cursor", "was issued for another scope, thread, query or filter; start without it")
+    return snapshot, position
+
+
+# --- events into store operations ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InsertEntries:
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True)
+class ArchiveGeneration:
+    """Archive every entry of the conversation older than `before` that is still in the transcript.
+
+    A fold (kind compact) then takes `covers`' entries out of the active transcript; a reset takes all.
+    """
+
+    ref: ConversationRef
+    archive_id: str
+    kind: Literal["compact", "reset"]
+    before: int
+    covers: tuple[str, ...] = ()  # exchange ids a fold takes out
+
+
+@dataclass(frozen=True)
+class MoveConversation:
+    ref: ConversationRef
+    target: str
+    before: int
+
+
+@dataclass(frozen=True)
+class ForkConversation:
+    ref: ConversationRef
+    target: str
+    before: int
+    entries: int
+    occurred_at: int
+
+
+@dataclass(frozen=True)
+class SetMeta:
+    ref: ConversationRef
+    archived: bool | None = None
+    protected: bool | None = None
+    kind: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class PurgeConversation:
+    ref: ConversationRef
+    before: int
+    expect_last_seq: int | None = None
+
+
+ArchiveOp = InsertEntries | ArchiveGeneration | MoveConversation | ForkConversation | SetMeta | PurgeConversation
+
+
+def conversation_ref(event: ThreadEvent) -> ConversationRef:
+    env = event.envelope
+    return ConversationRef(env.tenant, env.thread, env.owner, conversation_of(event))
+
+
+def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
+    """The entry an exchange event or a fold's summary becomes; None for other events."""
+    exchange_id: str | None
+    original: str | None = None
+    enters_prompt = True
+    if isinstance(event, QuestionAsked):
+        text, entry_id, role, original = event.question, f"{event.exchange_id}.q", "question", event.original
+        exchange_id = event.exchange_id
+    elif isinstance(event, ToolCalled):
+        text = f"{event.name} {event.arguments} {event.result}"
+        entry_id, role, original = f"{event.exchange_id}.t{event.call_index}", "tool", event.original
+        exchange_id = event.exchange_id
+    elif isinstance(event, AnswerGiven):
+        text, entry_id, role, original = event.answer, f"{event.exchange_id}.a", "answer", event.original
+        exchange_id = event.exchange_id
+    elif isinstance(event, ThreadFolded):
+        # 004: "The stored compaction summary is a debug entry marked entersPrompt: false"
+        text, entry_id, role, exchange_id, enters_prompt = (
+            event.summary,
+            f"fold.{event.fold_id}",
+            "summary",
+            None,
+            False,
+        )
+    else:
+        return None
+    env = event.envelope
+    return Entry(
+        ref=conversation_ref(event),
+        entry_id=entry_id,
+        store_id=f"{position.topic}:{position.partition}:{position.offset}",
+        seq=position.offset,
+        exchange_id=exchange_id,
+        role=role,
+        occurred_at=env.occurred_at,
+        text=text,
+        original=original,
+        subject=env.subject,
+        agent=env.agent,
+        enters_prompt=enters_prompt,
+        terms=index_terms(text),
+    )
+
+
+def plan_archive(
+    events: Sequence[tuple[ThreadEvent, Position]], *, fork_entries: int = FORK_ENTRIES
+) -> list[ArchiveOp]:
+    """The store operations for a run of events, in log order; consecutive entries go in one insert."""
+    ops: list[ArchiveOp] = []
+    pending: list[Entry] = []
+
+    def flush() -> None:
+        if pending:
+            ops.append(InsertEntries(tuple(pending)))
+            pending.clear()
+
+    for event, position in events:
+        ref = conversation_ref(event)
+        at = position.offset
+        if isinstance(event, QuestionAsked | ToolCalled | AnswerGiven):
+            entry = entry_of(event, position)
+            assert entry is not None
+            pending.append(entry)
+            continue
+        flush()
+        if isinstance(event, ThreadFolded):
+            # 004: compaction "saves the full previous generation first", then adds its summary
+            ops.append(ArchiveGeneration(ref, f"compact@{at}", "compact", at, tuple(event.covers)))
+            summary = entry_of(event, position)
+            if summary is not None:
+                pending.append(summary)
+        elif isinstance(event, ThreadReset):
+            ops.append(ArchiveGeneration(ref, f"reset@{at}", "reset", at))
+        elif isinstance(event, ThreadRenamed):
+            ops.append(MoveConversation(ref, event.target, at))
+        elif isinstance(event, ThreadForked):
+            ops.append(
+                ForkConversation(ref, event.target, at, min(event.entries, fork_entries), event.envelope.occurred_at)
+            )
+        elif isinstance(event, ThreadArchived):
+            ops.append(SetMeta(ref, event.archived, event.protected, event.kind, event.label))
+        elif isinstance(event, ThreadPurged):
+            ops.append(PurgeConversation(ref, at, event.expect_last_seq))
+    flush()
+    return ops
+
+
+def meta_after_entry(meta: ConversationMeta | None, entry: Entry) -> ConversationMeta:
+    """The metadata once an entry lands (the reference the stores agree with)."""
+    base = meta or ConversationMeta(
+        ref=entry.ref,
+        subject=entry.subject,
+        kind="main" if entry.ref.conversation == MAIN_CONVERSATION else "task",
+        created_at=entry.occurred_at,
+        created_by=entry.seq,
+    )
+    if entry.seq <= base.last_seq:
+        return base
+    open_exchange = base.open_exchange
+    if entry.role == "question":
+        open_exchange = entry.exchange_id
+    elif entry.role == "answer" and entry.exchange_id == open_exchange:
+        open_exchange = None
+    return replace(base, last_at=max(base.last_at, entry.occurred_at), last_seq=entry.seq, open_exchange=open_exchange)
+
+
+def forked(source: Sequence[Entry], op: ForkConversation) -> list[Entry]:
+    """Copies of the newest active entries of the source (oldest first), as the target's own entries."""
+    active = [e for e in source if e.reset_at == NEVER and e.compacted_at == NEVER and e.seq < op.before]
+    newest = sorted(active, key=lambda e: e.seq)[-op.entries :]
+    target = replace(op.ref, conversation=op.target)
+    return [
+        replace(
+            e,
+            ref=target,
+            store_id=f"{e.store_id}>fork@{op.before}",
+            archives=(),
+            forked_from=op.ref.conversation,
+        )
+        for e in newest
+    ]
+
+
+def neighbours_of(ordered: Sequence[Entry], seqs: Iterable[int], radius: int) -> dict[int, list[Entry]]:
+    """Up to `radius` entries either side of each seq, from one ordered run of the conversation."""
+    position = {entry.seq: index for index, entry in enumerate(ordered)}
+    found: dict[int, list[Entry]] = {}
+    for seq in seqs:
+        at = position.get(seq)
+        if at is None:
+            found[seq] = []
+            continue
+        found[seq] = [*ordered[max(0, at - radius) : at], *ordered[at + 1 : at + 1 + radius]]
+    return found
+
+
+# --- export and search scope ----------------------------------------------------------------
+
+
+def in_scope(entry: Entry, scope: Scope, snapshot: int) -> bool:
+    """Normal search and export: active and compacted history since the latest reset; history adds reset archives."""
+    if entry.seq > snapshot:
+        return False
+    return scope == "history" or entry.reset_at > snapshot
+
+
+# --- retention ------------------------------------------------------------------------------
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """004: "When a session policy is explicitly enabled, fallback kind ages are main 60 days, task 30
+    days and subagent 7 days." Disabled until enabled."""
+
+    enabled: bool = False
+    days: Mapping[str, int] = field(default_factory=lambda: {"main": 60, "task": 30, "subagent": 7})
+
+
+@dataclass(frozen=True)
+class RetentionTarget:
+    meta: ConversationMeta
+    age_days: float
+
+    def view(self) -> dict[str, Any]:
+        return {**self.meta.view(), "tenant": self.meta.ref.tenant, "age_days": round(self.age_days, 2)}
+
+
+def retention_reason(meta: ConversationMeta, policy: RetentionPolicy, now_ms: int) -> str | None:
+    """Why the conversation is kept; None when retention may delete it."""
+    if not policy.enabled:
+        return "retention is disabled"
+    if meta.ref.conversation == MAIN_CONVERSATION:
+        return "the current conversation is protected"
+    if meta.running:
+        return "running: a question is waiting for its answer"
+    if meta.protected:
+        return "protected"
+    days = policy.days.get(meta.kind)
+    if days is None:
+        return f"no policy for kind {meta.kind!r}"
+    if now_ms - meta.last_at < days * DAY_MS:
+        return f"younger than {days} days"
+    return None
+
+
+def plan_retention(metas: Iterable[ConversationMeta], policy: RetentionPolicy, now_ms: int) -> list[RetentionTarget]:
+    """The conversations a confirmed run would delete, oldest first; the run re-checks each before deleting."""
+    targets = [
+        RetentionTarget(meta, (now_ms - meta.last_at) / DAY_MS)
+        for meta in metas
+        if retention_reason(meta, policy, now_ms) is None
+    ]
+    return sorted(targets, key=lambda t: (t.meta.last_at, t.meta.ref))

@@ -1,0 +1,545 @@
+"""Conversation archives and idempotency reservations in MongoDB (any server speaking its wire protocol).
+
+`entries`: one document per archived entry, `_id` = the position it came from, so a redelivered
+event inserts nothing; a unique index keeps an entry id once per conversation. `conversations`:
+one metadata document per conversation. No `$text` index: `terms` (ASCII tokens) is a multikey
+index that narrows candidates; the pure matcher in projections/archives.py decides.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from projections.archives import (
+    NEVER,
+    ArchiveGeneration,
+    ArchiveOp,
+    ConversationMeta,
+    ConversationRef,
+    Entry,
+    EntryScope,
+    ForkConversation,
+    InsertEntries,
+    MoveConversation,
+    PurgeConversation,
+    Scope,
+    SetMeta,
+    forked,
+    in_scope,
+    meta_after_entry,
+    neighbours_of,
+)
+from projections.mongo_store import DUPLICATE_KEY, mongo_errors
+from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
+
+
+def conversation_id(ref: ConversationRef) -> str:
+    # names cannot hold the unit separator, so this is unambiguous
+    return f"{len(ref.tenant)}:{KEY_SEPARATOR.join((ref.tenant, ref.thread, ref.owner, ref.conversation))}"
+
+
+def _where(ref: ConversationRef) -> dict[str, Any]:
+    return {"tenant": ref.tenant, "thread": ref.thread, "owner": ref.owner, "conversation": ref.conversation}
+
+
+def entry_doc(entry: Entry) -> dict[str, Any]:
+    return {
+        "_id": entry.store_id,
+        **_where(entry.ref),
+        "entry_id": entry.entry_id,
+        "seq": entry.seq,
+        "exchange_id": entry.exchange_id,
+        "role": entry.role,
+        "occurred_at": entry.occurred_at,
+        "text": entry.text,
+        "original": entry.original,
+        "subject": entry.subject,
+        "agent": entry.agent,
+        "enters_prompt": entry.enters_prompt,
+        "compacted_at": entry.compacted_at,
+        "reset_at": entry.reset_at,
+        "archives": list(entry.archives),
+        "forked_from": entry.forked_from,
+        "terms": list(entry.terms),
+    }
+
+
+def entry_of_doc(doc: dict[str, Any]) -> Entry:
+    return Entry(
+        ref=ConversationRef(doc["tenant"], doc["thread"], doc["owner"], doc["conversation"]),
+        entry_id=doc["entry_id"],
+        store_id=doc["_id"],
+        seq=int(doc["seq"]),
+        exchange_id=doc.get("exchange_id"),
+        role=doc["role"],
+        occurred_at=int(doc["occurred_at"]),
+        text=doc.get("text", ""),
+        original=doc.get("original"),
+        subject=doc.get("subject"),
+        agent=doc.get("agent"),
+        enters_prompt=bool(doc.get("enters_prompt", True)),
+        compacted_at=int(doc.get("compacted_at", NEVER)),
+        reset_at=int(doc.get("reset_at", NEVER)),
+        archives=tuple(doc.get("archives", ())),
+        forked_from=doc.get("forked_from"),
+        terms=tuple(doc.get("terms", ())),
+    )
+
+
+def _meta_doc(meta: ConversationMeta) -> dict[str, Any]:
+    return {
+        "_id": conversation_id(meta.ref),
+        **_where(meta.ref),
+        "subject": meta.subject,
+        "kind": meta.kind,
+        "created_at": meta.created_at,
+        "created_by": meta.created_by,
+        "last_at": meta.last_at,
+        "last_seq": meta.last_seq,
+        "archived": meta.archived,
+        "protected": meta.protected,
+        "label": meta.label,
+        "open_exchange": meta.open_exchange,
+        "generations": list(meta.generations),
+    }
+
+
+def _meta(doc: dict[str, Any]) -> ConversationMeta:
+    return ConversationMeta(
+        ref=ConversationRef(doc["tenant"], doc["thread"], doc["owner"], doc["conversation"]),
+        subject=doc.get("subject"),
+        kind=doc.get("kind", "main"),
+        created_at=int(doc.get("created_at", 0)),
+        created_by=int(doc.get("created_by", -1)),
+        last_at=int(doc.get("last_at", 0)),
+        last_seq=int(doc.get("last_seq", -1)),
+        archived=bool(doc.get("archived", False)),
+        protected=bool(doc.get("protected", False)),
+        label=doc.get("label"),
+        open_exchange=doc.get("open_exchange"),
+        generations=tuple(doc.get("generations", ())),
+    )
+
+
+def _ignore_duplicates(exc: BulkWriteError) -> None:
+    if any(err.get("code") != DUPLICATE_KEY for err in exc.details.get("writeErrors", [])):
+        raise exc
+
+
+class MongoConversationArchive:
+    """The conversation archive; see projections/stores.py ConversationArchive for the contract."""
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+        self._entries = database["entries"]
+        self._conversations = database["conversations"]
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._entries.create_index(
+                [
+                    ("tenant", ASCENDING),
+                    ("thread", ASCENDING),
+                    ("owner", ASCENDING),
+                    ("conversation", ASCENDING),
+                    ("entry_id", ASCENDING),
+                ],
+                name="entry_identity",
+                unique=True,
+            )
+            await self._entries.create_index(
+                [
+                    ("tenant", ASCENDING),
+                    ("thread", ASCENDING),
+                    ("owner", ASCENDING),
+                    ("conversation", ASCENDING),
+                    ("seq", ASCENDING),
+                ],
+                name="by_conversation",
+            )
+            await self._entries.create_index(
+                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING), ("terms", ASCENDING)],
+                name="by_term",
+            )
+            await self._entries.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+            await self._conversations.create_index([("tenant", ASCENDING), ("last_at", ASCENDING)], name="by_age")
+            await self._conversations.create_index(
+                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING)], name="by_thread"
+            )
+
+    # --- writes -----------------------------------------------------------------------------
+
+    async def apply(self, ops: list[ArchiveOp]) -> None:
+        for op in ops:
+            if isinstance(op, InsertEntries):
+                await self._insert(list(op.entries))
+            elif isinstance(op, ArchiveGeneration):
+                await self._archive_generation(op)
+            elif isinstance(op, MoveConversation):
+                await self._move(op)
+            elif isinstance(op, ForkConversation):
+                await self._fork(op)
+            elif isinstance(op, SetMeta):
+                await self._set_meta(op)
+            else:
+                await self._purge(op)
+
+    async def insert_entries(self, entries: list[Entry]) -> None:
+        """Bulk load (benchmarks, restores): the same writes as appending them."""
+        await self._insert(entries)
+
+    async def _insert(self, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        with mongo_errors():
+            try:
+                await self._entries.insert_many([entry_doc(e) for e in entries], ordered=False)
+            except BulkWriteError as exc:
+                _ignore_duplicates(exc)
+            last: dict[ConversationRef, ConversationMeta | None] = {}
+            for entry in entries:
+                last[entry.ref] = meta_after_entry(last.get(entry.ref), entry)
+            updates = []
+            for ref, meta in last.items():
+                assert meta is not None
+                update: dict[str, Any] = {
+                    "$set": {**_where(ref), "last_seq": meta.last_seq, "subject": meta.subject},
+                    "$max": {"last_at": meta.last_at},
+                    "$setOnInsert": {
+                        "kind": meta.kind,
+                        "created_at": meta.created_at,
+                        "created_by": meta.created_by,
+                        "archived": False,
+                        "protected": False,
+                        "label": None,
+                        "generations": [],
+                    },
+                }
+                if meta.open_exchange is not None:
+                    update["$set"]["open_exchange"] = meta.open_exchange
+                elif any(e.role == "answer" for e in entries if e.ref == ref):
+                    update["$set"]["open_exchange"] = None
+                # "$not $gte": also matches a new document, and routes through the _id index (see facts)
+                updates.append(
+                    UpdateOne(
+                        {"_id": conversation_id(ref), "last_seq": {"$not": {"$gte": meta.last_seq}}},
+                        update,
+                        upsert=True,
+                    )
+                )
+            try:
+                await self._conversations.bulk_write(updates, ordered=False)
+            except BulkWriteError as exc:
+                _ignore_duplicates(exc)  # that conversation holds this position already
+
+    async def _archive_generation(self, op: ArchiveGeneration) -> None:
+        where = {**_where(op.ref), "seq": {"$lt": op.before}, "reset_at": NEVER}
+        with mongo_errors():
+            if op.kind == "reset":
+                await self._entries.update_many(
+                    where, {"$addToSet": {"archives": op.archive_id}, "$set": {"reset_at": op.before}}
+                )
+            else:
+                await self._entries.update_many(
+                    {**where, "compacted_at": NEVER}, {"$addToSet": {"archives": op.archive_id}}
+                )
+                await self._entries.update_many(
+                    {**where, "compacted_at": NEVER, "exchange_id": {"$in": list(op.covers)}},
+                    {"$set": {"compacted_at": op.before}},
+                )
+            unset = {"$set": {"open_exchange": None}} if op.kind == "reset" else {}
+            await self._conversations.update_one(
+                {"_id": conversation_id(op.ref)}, {"$addToSet": {"generations": op.archive_id}, **unset}
+            )
+
+    async def _claim_target(self, source: ConversationRef, target: str, before: int) -> ConversationMeta | None:
+        """The target's metadata, reserved for this operation; None when it belongs to another one."""
+        ref = ConversationRef(source.tenant, source.thread, source.owner, target)
+        held = await self._conversations.find_one({"_id": conversation_id(ref)})
+        if held is not None:
+            meta = _meta(held)
+            return meta if meta.created_by == before else None
+        found = await self._conversations.find_one({"_id": conversation_id(source)})
+        base = _meta(found) if found else ConversationMeta(ref=source)
+        kind = "task" if source.conversation == MAIN_CONVERSATION and base.kind == "main" else base.kind
+        meta = ConversationMeta(
+            ref=ref,
+            subject=base.subject,
+            kind=kind,
+            created_at=base.created_at,
+            created_by=before,
+            last_at=base.last_at,
+            last_seq=-1,
+            label=base.label,
+        )
+        try:
+            await self._conversations.insert_one(_meta_doc(meta))
+        except DuplicateKeyError:
+            return None
+        return meta
+
+    async def _move(self, op: MoveConversation) -> None:
+        with mongo_errors():
+            found = await self._conversations.find_one({"_id": conversation_id(op.ref)})
+            claimed = await self._claim_target(op.ref, op.target, op.before)
+            if claimed is None:
+                return  # the target exists: refused, as the API refuses it
+            target = ConversationRef(op.ref.tenant, op.ref.thread, op.ref.owner, op.target)
+            await self._entries.update_many(
+                {**_where(op.ref), "seq": {"$lt": op.before}}, {"$set": {"conversation": op.target}}
+            )
+            if found is not None:
+                source = _meta(found)
+                moved = _meta_doc(replace(source, ref=target, created_by=op.before, open_exchange=None))
+                await self._conversations.replace_one({"_id": moved["_id"]}, moved)
+                if source.last_seq < op.before:
+                    await self._conversations.delete_one({"_id": conversation_id(op.ref)})
+
+    async def _fork(self, op: ForkConversation) -> None:
+        with mongo_errors():
+            claimed = await self._claim_target(op.ref, op.target, op.before)
+            if claimed is None:
+                return  # the target exists, or is the source: refused
+            docs = (
+                await self._entries.find(
+                    {**_where(op.ref), "seq": {"$lt": op.before}, "reset_at": NEVER, "compacted_at": NEVER}
+                )
+                .sort("seq", DESCENDING)
+                .limit(op.entries)
+                .to_list()
+            )
+            copies = forked([entry_of_doc(d) for d in docs], op)
+            if copies:
+                try:
+                    await self._entries.insert_many([entry_doc(e) for e in copies], ordered=False)
+                except BulkWriteError as exc:
+                    _ignore_duplicates(exc)
+                newest = copies[-1]
+                await self._conversations.update_one(
+                    {"_id": conversation_id(newest.ref)},
+                    {"$max": {"last_seq": newest.seq, "last_at": max(e.occurred_at for e in copies)}},
+                )
+
+    async def _set_meta(self, op: SetMeta) -> None:
+        changes = {
+            name: value
+            for name, value in (
+                ("archived", op.archived),
+                ("protected", op.protected),
+                ("kind", op.kind),
+                ("label", op.label),
+            )
+            if value is not None
+        }
+        if changes:
+            with mongo_errors():
+                await self._conversations.update_one({"_id": conversation_id(op.ref)}, {"$set": changes})
+
+    async def _purge(self, op: PurgeConversation) -> None:
+        with mongo_errors():
+            found = await self._conversations.find_one({"_id": conversation_id(op.ref)})
+            if op.expect_last_seq is not None and (found is None or int(found["last_seq"]) != op.expect_last_seq):
+                return  # retention: the conversation changed since it was found eligible
+            await self._entries.delete_many({**_where(op.ref), "seq": {"$lt": op.before}})
+            if found is not None and int(found.get("last_seq", -1)) < op.before:
+                await self._conversations.delete_one({"_id": conversation_id(op.ref)})
+
+    # --- reads ------------------------------------------------------------------------------
+
+    async def meta(self, ref: ConversationRef) -> ConversationMeta | None:
+        with mongo_errors():
+            doc = await self._conversations.find_one({"_id": conversation_id(ref)})
+        return None if doc is None else _meta(doc)
+
+    async def conversations(
+        self, tenant: str, thread: str | None = None, owner: str | None = None
+    ) -> list[ConversationMeta]:
+        query: dict[str, Any] = {"tenant": tenant}
+        if thread is not None:
+            query["thread"] = thread
+        if owner is not None:
+            query["owner"] = owner
+        with mongo_errors():
+            docs = await self._conversations.find(query).sort("last_at", ASCENDING).to_list()
+        return [_meta(d) for d in docs]
+
+    def candidate_query(
+        self, tenant: str, thread: str, owner: str, terms: list[str], *, conversation: str | None
+    ) -> dict[str, Any]:
+        """The MongoDB filter search issues (the benchmark times it raw).
+
+        Equality on the thread and the terms only: SecantusDB's planner falls back to a collection scan
+        when a range joins them, so scope, snapshot and dates are checked on what comes back.
+        """
+        query: dict[str, Any] = {"tenant": tenant, "thread": thread, "owner": owner}
+        if conversation is not None:
+            query["conversation"] = conversation
+        if terms:
+            query["terms"] = {"$in": terms}
+        return query
+
+    async def candidates(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        terms: list[str],
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[Entry]:
+        query = self.candidate_query(tenant, thread, owner, terms, conversation=conversation)
+        with mongo_errors():
+            docs = await self._entries.find(query, {"terms": 0}).to_list()
+        found = (entry_of_doc(d) for d in docs)
+        return [
+            e
+            for e in found
+            if in_scope(e, scope, snapshot)
+            and (since is None or e.occurred_at >= since)
+            and (until is None or e.occurred_at < until)
+        ]
+
+    async def entries(
+        self,
+        ref: ConversationRef,
+        *,
+        scope: EntryScope,
+        snapshot: int,
+        after_seq: int = -1,
+        limit: int = 500,
+    ) -> list[Entry]:
+        """Entries in seq order after `after_seq`: current (export), history (all), or reset (reset archives)."""
+        query: dict[str, Any] = {**_where(ref), "seq": {"$gt": after_seq, "$lte": snapshot}}
+        if scope == "current":
+            query["reset_at"] = {"$gt": snapshot}
+        elif scope == "reset":
+            query["reset_at"] = {"$lte": snapshot}
+        with mongo_errors():
+            docs = await self._entries.find(query, {"terms": 0}).sort("seq", ASCENDING).limit(limit).to_list()
+        return [entry_of_doc(d) for d in docs]
+
+    async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]:
+        """Every conversation's entry with this id (a fork copies ids): the caller prefers the live one."""
+        with mongo_errors():
+            docs = await self._entries.find(
+                {"tenant": tenant, "thread": thread, "owner": owner, "entry_id": entry_id}, {"terms": 0}
+            ).to_list()
+        return [entry_of_doc(d) for d in docs]
+
+    async def neighbours(
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+    ) -> dict[int, list[Entry]]:
+        """Up to `radius` entries either side of each seq: three range reads per conversation, not two per hit."""
+        low, high = min(seqs), max(seqs)
+        where = _where(ref)
+        with mongo_errors():
+            before = (
+                await self._entries.find({**where, "seq": {"$lt": low}}, {"terms": 0})
+                .sort("seq", DESCENDING)
+                .limit(radius)
+                .to_list()
+            )
+            between = (
+                await self._entries.find({**where, "seq": {"$gte": low, "$lte": high}}, {"terms": 0})
+                .sort("seq", ASCENDING)
+                .to_list()
+            )
+            after = (
+                await self._entries.find({**where, "seq": {"$gt": high, "$lte": snapshot}}, {"terms": 0})
+                .sort("seq", ASCENDING)
+                .limit(radius)
+                .to_list()
+            )
+        ordered = [entry_of_doc(d) for d in [*reversed(before), *between, *after]]
+        return neighbours_of(ordered, seqs, radius)
+
+    # --- erasure hooks (issue 7 plugs these into its cascade) ---------------------------------
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """Every archived entry and conversation of the subject; how many documents were deleted."""
+        with mongo_errors():
+            entries = await self._entries.delete_many({"tenant": tenant, "subject": subject})
+            metas = await self._conversations.delete_many({"tenant": tenant, "subject": subject})
+        return int(entries.deleted_count + metas.deleted_count)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        with mongo_errors():
+            docs = (
+                await self._entries.find({"tenant": tenant, "subject": subject}, {"terms": 0})
+                .sort("seq", ASCENDING)
+                .to_list()
+            )
+        return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
+
+
+class MongoIdempotency:
+    """Idempotency keys reserved before anything is produced: a unique `_id` insert decides, synchronously.
+
+    Args:
+        database: the namespace's database.
+        ttl_seconds: how long a key is remembered (MEMLOG_IDEMPOTENCY_TTL_SECONDS).
+    """
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], ttl_seconds: int) -> None:
+        self._keys = database["idempotency"]
+        self._ttl = ttl_seconds
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._keys.create_index("expires", expireAfterSeconds=0, name="kept_until")
+            await self._keys.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+
+    @staticmethod
+    def _id(tenant: str, thread: str, owner: str, key: str) -> str:
+        return f"{len(tenant)}:{KEY_SEPARATOR.join((tenant, thread, owner, key))}"
+
+    async def reserve(
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+    ) -> dict[str, Any] | None:
+        """None when this call holds the key now; else what the key holds (pending, or the accepted answer)."""
+        now = dt.datetime.now(dt.UTC)
+        doc = {
+            "_id": self._id(tenant, thread, owner, key),
+            "tenant": tenant,
+            "subject": subject,
+            "state": "pending",
+            "expires": now + dt.timedelta(seconds=self._ttl),
+        }
+        with mongo_errors():
+            try:
+                await self._keys.insert_one(doc)
+                return None
+            except DuplicateKeyError:
+                found = await self._keys.find_one({"_id": doc["_id"]})
+        if found is None:  # expired and deleted between the two calls: take it again
+            return await self.reserve(tenant, thread, owner, key, subject)
+        return found
+
+    async def complete(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        with mongo_errors():
+            await self._keys.update_one(
+                {"_id": self._id(tenant, thread, owner, key)}, {"$set": {"state": "done", "accepted": accepted}}
+            )
+
+    async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
+        with mongo_errors():
+            await self._keys.delete_one({"_id": self._id(tenant, thread, owner, key), "state": "pending"})
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        with mongo_errors():
+            result = await self._keys.delete_many({"tenant": tenant, "subject": subject})
+        return int(result.deleted_count)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        with mongo_errors():
+            docs = await self._keys.find({"tenant": tenant, "subject": subject}, {"_id": 0, "expires": 0}).to_list()
+        return docs

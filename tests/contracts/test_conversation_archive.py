@@ -1,0 +1,213 @@
+"""The ConversationArchive contract: each thread operation's effect on active and archived entries,
+run against the in-memory reference and the MongoDB-protocol server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from memlog.settings import Settings
+from projections.archives import NEVER, ConversationRef, plan_archive
+from projections.memory import MemoryConversationArchive
+from projections.mongo_archives import MongoConversationArchive
+from projections.mongo_store import mongo_client
+from projections.position import Position
+from projections.stores import ConversationArchive
+from schemas.events import (
+    AnswerGiven,
+    Envelope,
+    QuestionAsked,
+    ThreadArchived,
+    ThreadEvent,
+    ThreadFolded,
+    ThreadForked,
+    ThreadPurged,
+    ThreadRenamed,
+    ThreadReset,
+)
+
+T0 = 1_795_000_000_000
+MAIN = ConversationRef("castle", "session", "ann", "main")
+
+
+def _env(at: int = T0) -> Envelope:
+    return Envelope(tenant="castle", subject="ann", thread="session", producer="test", occurred_at=at)
+
+
+class Log:
+    """Events at consecutive offsets of one partition, as the broker would hand them over."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.events: list[tuple[ThreadEvent, Position]] = []
+
+    def add(self, *events: ThreadEvent) -> list[tuple[ThreadEvent, Position]]:
+        batch = []
+        for event in events:
+            batch.append((event, Position("threads", 0, self.offset)))
+            self.offset += 1
+        self.events.extend(batch)
+        return batch
+
+    def exchange(
+        self, n: int, question: str, answer: str, conversation: str | None = None, at: int = T0
+    ) -> list[tuple[ThreadEvent, Position]]:
+        return self.add(
+            QuestionAsked(_env(at + n), f"x{n}", question, conversation=conversation, original=f'{{"q":"{question}"}}'),
+            AnswerGiven(_env(at + n), f"x{n}", answer, conversation=conversation),
+        )
+
+
+async def _apply(archive: ConversationArchive, batch: list[tuple[ThreadEvent, Position]]) -> None:
+    await archive.apply(plan_archive(batch, fork_entries=3))
+
+
+class ConversationArchiveContract:
+    async def test_entries_keep_the_original_and_redelivery_adds_nothing(self, archive: ConversationArchive) -> None:
+        log = Log()
+        original = '{"question":"nul \\u0000 and lone \\ud800","x":[1,2]}'
+        batch = log.add(QuestionAsked(_env(), "x0", "nul \x00 and lone \ufffd", original=original))
+        await _apply(archive, batch)
+        await _apply(archive, batch)
+        found = await archive.entries(MAIN, scope="current", snapshot=10)
+        assert [(e.entry_id, e.original) for e in found] == [("x0.q", original)]
+        meta = await archive.meta(MAIN)
+        assert meta is not None and meta.running and meta.last_seq == 0
+
+    async def test_compact_archives_the_whole_previous_generation_first(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "first", "a0") + log.exchange(1, "second", "a1"))
+        fold = log.add(ThreadFolded(_env(), "f1", "summary of the first", ("x0",), "extractive"))
+        await _apply(archive, fold)
+        await _apply(archive, fold)  # applied twice: the same
+        found = {e.entry_id: e for e in await archive.entries(MAIN, scope="current", snapshot=100)}
+        assert set(found) == {"x0.q", "x0.a", "x1.q", "x1.a", "fold.f1"}
+        assert all(found[i].archives == ("compact@4",) for i in ("x0.q", "x0.a", "x1.q", "x1.a"))
+        assert [i for i, e in found.items() if e.provenance() == "compacted"] == ["x0.q", "x0.a"]
+        assert found["fold.f1"].enters_prompt is False and found["fold.f1"].provenance() == "active"
+        meta = await archive.meta(MAIN)
+        assert meta is not None and meta.generations == ("compact@4",)
+
+    async def test_reset_clears_the_active_transcript_into_a_reset_archive(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "before", "a0"))
+        await _apply(archive, log.add(ThreadReset(_env())))
+        await _apply(archive, log.exchange(1, "after", "a1"))
+        current = await archive.entries(MAIN, scope="current", snapshot=100)
+        assert [e.entry_id for e in current] == ["x1.q", "x1.a"]
+        kept = await archive.entries(MAIN, scope="reset", snapshot=100)
+        assert [(e.entry_id, e.archives, e.reset_at) for e in kept] == [
+            ("x0.q", ("reset@2",), 2),
+            ("x0.a", ("reset@2",), 2),
+        ]
+        # a snapshot taken before the reset still sees them as current
+        assert [e.entry_id for e in await archive.entries(MAIN, scope="current", snapshot=1)] == ["x0.q", "x0.a"]
+
+    async def test_rename_moves_identity_and_keeps_payloads_and_archives(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q", "a") + log.add(ThreadReset(_env())) + log.exchange(1, "q1", "a1"))
+        rename = log.add(ThreadRenamed(_env(), "main", "quest"))
+        await _apply(archive, rename)
+        await _apply(archive, rename)
+        quest = ConversationRef("castle", "session", "ann", "quest")
+        assert await archive.entries(MAIN, scope="history", snapshot=100) == []
+        moved = await archive.entries(quest, scope="history", snapshot=100)
+        assert [(e.entry_id, e.provenance()) for e in moved] == [
+            ("x0.q", "reset"),
+            ("x0.a", "reset"),
+            ("x1.q", "active"),
+            ("x1.a", "active"),
+        ]
+        assert moved[0].original == '{"q":"q"}'
+        assert await archive.meta(MAIN) is None
+        meta = await archive.meta(quest)
+        assert meta is not None and meta.generations == ("reset@2",)
+
+    async def test_fork_copies_the_newest_active_entries_and_refuses_an_existing_target(
+        self, archive: ConversationArchive
+    ) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q0", "a0") + log.exchange(1, "q1", "a1") + log.exchange(2, "q2", "a2"))
+        await _apply(archive, log.exchange(3, "other", "o", conversation="taken"))
+        await _apply(archive, log.add(ThreadForked(_env(), "main", "side", 200)))  # the setting caps it at 3
+        await _apply(archive, log.add(ThreadForked(_env(), "main", "taken", 200)))
+        side = await archive.entries(ConversationRef("castle", "session", "ann", "side"), scope="current", snapshot=99)
+        assert [(e.entry_id, e.forked_from) for e in side] == [("x1.a", "main"), ("x2.q", "main"), ("x2.a", "main")]
+        taken = await archive.entries(
+            ConversationRef("castle", "session", "ann", "taken"), scope="current", snapshot=99
+        )
+        assert [e.entry_id for e in taken] == ["x3.q", "x3.a"]
+        assert len(await archive.entries(MAIN, scope="current", snapshot=99)) == 6  # the source is unchanged
+
+    async def test_archive_changes_metadata_only(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q", "a", conversation="job"))
+        job = ConversationRef("castle", "session", "ann", "job")
+        before = await archive.entries(job, scope="history", snapshot=99)
+        await _apply(archive, log.add(ThreadArchived(_env(), "job", archived=True, protected=True, kind="subagent")))
+        meta = await archive.meta(job)
+        assert meta is not None and (meta.archived, meta.protected, meta.kind) == (True, True, "subagent")
+        assert await archive.entries(job, scope="history", snapshot=99) == before
+
+    async def test_purge_deletes_the_conversation_and_its_archives(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q", "a") + log.add(ThreadReset(_env())) + log.exchange(1, "b", "c"))
+        await _apply(archive, log.exchange(2, "keep", "me", conversation="other"))
+        await _apply(archive, log.add(ThreadPurged(_env(), "main", "asked")))
+        assert await archive.entries(MAIN, scope="history", snapshot=99) == []
+        assert await archive.meta(MAIN) is None
+        assert len(await archive.entries(replace_conv("other"), scope="history", snapshot=99)) == 2
+
+    async def test_retention_purge_rechecks_the_newest_entry(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q", "a", conversation="job"))
+        await _apply(archive, log.add(ThreadPurged(_env(), "job", "retention", expect_last_seq=0)))
+        assert len(await archive.entries(replace_conv("job"), scope="history", snapshot=99)) == 2
+        await _apply(archive, log.add(ThreadPurged(_env(), "job", "retention", expect_last_seq=1)))
+        assert await archive.entries(replace_conv("job"), scope="history", snapshot=99) == []
+
+    async def test_candidates_narrow_by_term_and_scope(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "diamond chest", "twelve") + log.add(ThreadReset(_env())))
+        await _apply(archive, log.exchange(1, "diamond pickaxe", "one"))
+        current = await archive.candidates(
+            "castle", "session", "ann", ["diamond"], conversation=None, scope="current", snapshot=99
+        )
+        history = await archive.candidates(
+            "castle", "session", "ann", ["diamond"], conversation=None, scope="history", snapshot=99
+        )
+        assert [e.entry_id for e in current] == ["x1.q"]
+        assert sorted(e.entry_id for e in history) == ["x0.q", "x1.q"]
+
+    async def test_erase_subject_removes_entries_and_conversations(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q", "a"))
+        assert len(await archive.export_subject("castle", "ann")) == 2
+        assert await archive.erase_subject("castle", "ann") == 3
+        assert await archive.export_subject("castle", "ann") == []
+
+
+def replace_conv(conversation: str) -> ConversationRef:
+    return ConversationRef("castle", "session", "ann", conversation)
+
+
+def test_never_compares_after_every_offset() -> None:
+    assert NEVER > 2**53
+
+
+class TestMemoryConversationArchive(ConversationArchiveContract):
+    @pytest.fixture
+    def archive(self) -> ConversationArchive:
+        return MemoryConversationArchive()
+
+
+class TestMongoConversationArchive(ConversationArchiveContract):
+    @pytest.fixture
+    async def archive(self, settings: Settings) -> AsyncIterator[ConversationArchive]:
+        client = mongo_client(settings.mongo)
+        store = MongoConversationArchive(client[settings.mongo_db_name])
+        await store.prepare()
+        yield store
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()
