@@ -426,7 +426,8 @@ def meta_after_entry(meta: ConversationMeta | None, entry: Entry) -> Conversatio
     """The metadata once an entry lands (the reference the stores agree with)."""
     base = meta or ConversationMeta(
         ref=entry.ref,
-        subject=entry.subject,
+        # only a session belongs to a subject; a shared thread's metadata must survive its askers' erasure
+        subject=entry.subject if entry.ref.thread == SESSION_THREAD else None,
         kind="main" if entry.ref.conversation == MAIN_CONVERSATION else "task",
         created_at=entry.occurred_at,
         created_by=entry.seq,

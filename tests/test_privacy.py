@@ -175,7 +175,12 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
     api = start_api(settings, LOGS)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
-            tokens = await record_everything(http, GONE) + await record_everything(http, KEPT)
+            # the kept subject opens the public thread, so its bookkeeping (creator, first entry) is theirs
+            opened = await http.post(
+                "/v1/exchanges", json={"tenant": TENANT, "subject": KEPT, "thread": "public", "question": "hello all"}
+            )
+            tokens = [opened.json()["position"]]
+            tokens += await record_everything(http, GONE) + await record_everything(http, KEPT)
             wait = {"after": ",".join(tokens), "wait": 30}
             read = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context", params=wait)
             assert read.status_code == 200, read.text
@@ -228,7 +233,7 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
             assert bundle.status_code == 200, bundle.text
             content = bundle.json()
             assert content["subject"] == KEPT and len(content["facts"]) == 1 and len(content["traces"]) == 1
-            assert len(content["shared_thread_lines"]) == 1 and len(content["session"]["exchanges"]) == 1
+            assert len(content["shared_thread_lines"]) == 2 and len(content["session"]["exchanges"]) == 1
             for mark in marks(KEPT):
                 assert mark in bundle.text, mark
             ledger = (await http.get(f"/v1/tenants/{TENANT}/ledger")).json()
