@@ -481,6 +481,16 @@ class MongoConversationArchive:
         return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
 
 
+PENDING_SECONDS = 60
+
+
+def _aware(moment: Any) -> dt.datetime:
+    """A stored date as an aware UTC datetime; a reservation without one has lapsed."""
+    if not isinstance(moment, dt.datetime):
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
 class MongoIdempotency:
     """Idempotency keys reserved before anything is produced: a unique `_id` insert decides, synchronously.
 
@@ -505,13 +515,19 @@ class MongoIdempotency:
     async def reserve(
         self, tenant: str, thread: str, owner: str, key: str, subject: str | None
     ) -> dict[str, Any] | None:
-        """None when this call holds the key now; else what the key holds (pending, or the accepted answer)."""
+        """None when this call holds the key now; else what the key holds (pending, or the accepted answer).
+
+        A pending reservation lapses after PENDING_SECONDS: an attempt that died between reserving and
+        answering (its store went away before it could let go) must not block every retry for a day.
+        """
         now = dt.datetime.now(dt.UTC)
+        key_id = self._id(tenant, thread, owner, key)
         doc = {
-            "_id": self._id(tenant, thread, owner, key),
+            "_id": key_id,
             "tenant": tenant,
             "subject": subject,
             "state": "pending",
+            "pending_until": now + dt.timedelta(seconds=PENDING_SECONDS),
             "expires": now + dt.timedelta(seconds=self._ttl),
         }
         with mongo_errors():
@@ -519,7 +535,15 @@ class MongoIdempotency:
                 await self._keys.insert_one(doc)
                 return None
             except DuplicateKeyError:
-                found = await self._keys.find_one({"_id": doc["_id"]})
+                found = await self._keys.find_one({"_id": key_id})
+            if found is not None and found.get("state") == "pending" and _aware(found.get("pending_until")) < now:
+                taken = await self._keys.update_one(
+                    {"_id": key_id, "state": "pending", "pending_until": found.get("pending_until")},
+                    {"$set": {"pending_until": doc["pending_until"], "expires": doc["expires"]}},
+                )
+                if taken.modified_count == 1:
+                    return None  # the lapsed attempt's key is this call's now
+                found = await self._keys.find_one({"_id": key_id})
         if found is None:  # expired and deleted between the two calls: take it again
             return await self.reserve(tenant, thread, owner, key, subject)
         return found
