@@ -74,7 +74,6 @@ RETRY_AFTER_SECONDS = "2"
 # A claim outlives the producer's own deadline; if the API cannot store the outcome (Redis went away
 # after Kafka took the exchange), the claim lapses and a retry produces again. The exchange id comes
 # from the idempotency key, so the projections hold that exchange once.
-PENDING_CLAIM_SECONDS = 60
 
 
 class ToolCallIn(BaseModel):

@@ -98,10 +98,6 @@ class MongoKeyVault:
             result = await self._keys.delete_one({"_id": subject_ref(tenant, subject)})
         return int(result.deleted_count)
 
-    async def has_key(self, tenant: str, subject: str) -> bool:
-        with mongo_errors():
-            return await self._keys.find_one({"_id": subject_ref(tenant, subject)}) is not None
-
 
 class MongoLedger:
     """What operators asked for and what was done: erasures with their counts (never content), exports, replays.

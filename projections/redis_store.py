@@ -207,20 +207,24 @@ class RedisSessionStore:
         with redis_errors():
             await self._redis.delete(*self._keys(key))
 
+    async def _shared_threads(self, tenant: str) -> list[ThreadKey]:
+        """The tenant's public thread and every automation thread it holds."""
+        found = [ThreadKey.public(tenant)]
+        head = f"{self._prefix}:{AUTOMATION_THREAD}:{len(tenant)}:{tenant}:"
+        pattern = f"{_glob(head)}*:ex"
+        with redis_errors():
+            async for raw in self._redis.scan_iter(match=pattern, count=500):
+                found.append(ThreadKey.automation(tenant, _text(raw)[len(head) : -len(":ex")]))
+        return found
+
     async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
         """The subject's session, and their lines in the tenant's public and automation threads."""
         session = self._keys(ThreadKey.session(tenant, subject))
-        shared = [ThreadKey.public(tenant)]
         with redis_errors():
             exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
             await self._redis.delete(*session)
-            pattern = f"{_glob(self._prefix)}:{AUTOMATION_THREAD}:{len(tenant)}:{_glob(tenant)}:*:ex"
-            async for raw in self._redis.scan_iter(match=pattern, count=500):
-                base = _text(raw)[: -len(":ex")]
-                agent = base[len(f"{self._prefix}:{AUTOMATION_THREAD}:{len(tenant)}:{tenant}:") :]
-                shared.append(ThreadKey.automation(tenant, agent))
             lines = 0
-            for key in shared:
+            for key in await self._shared_threads(tenant):
                 lines += int(await self._erase_lines(keys=list(self._keys(key)), args=[subject]))
         return {"session_exchanges": exchanges, "shared_thread_lines": lines}
 
@@ -228,17 +232,7 @@ class RedisSessionStore:
         """The subject's session and their lines in shared threads, as plain data."""
         session = await self.read(ThreadKey.session(tenant, subject))
         shared: list[dict[str, Any]] = []
-        keys = [ThreadKey.public(tenant)]
-        pattern = f"{_glob(self._prefix)}:{AUTOMATION_THREAD}:{len(tenant)}:{_glob(tenant)}:*:ex"
-        with redis_errors():
-            async for raw in self._redis.scan_iter(match=pattern, count=500):
-                base = _text(raw)[: -len(":ex")]
-                keys.append(
-                    ThreadKey.automation(
-                        tenant, base[len(f"{self._prefix}:{AUTOMATION_THREAD}:{len(tenant)}:{tenant}:") :]
-                    )
-                )
-        for key in keys:
+        for key in await self._shared_threads(tenant):
             thread = await self.read(key)
             for exchange in thread.exchanges if thread else ():
                 if exchange.subject == subject:

@@ -110,8 +110,7 @@ class Projector(Generic[E]):
         self._counter = counter
         self._metrics = metrics
         self._sealer = sealer
-        self.shredded = 0  # records skipped because their subject was erased
-        self.shredded_by: dict[tuple[str, str], int] = {}  # ... per (tenant, subject)
+        self.shredded_by: dict[tuple[str, str], int] = {}  # records skipped because their subject was erased
         if metrics is not None:
             metrics.unavailable.labels(name).set(0)
 
@@ -152,7 +151,6 @@ class Projector(Generic[E]):
         await self._apply(run)
         if shredded:
             await self._retrying(partial(advance_past, self._checkpoints, shredded))
-            self.shredded += len(shredded)
             if self._metrics is not None:
                 self._metrics.shredded.labels(self.name).inc(len(shredded))
 
