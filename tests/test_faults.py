@@ -43,6 +43,7 @@ IN_FLIGHT = 32
 STOP_AFTER = 3_000
 RESUME_AT = 6_000  # past this the stream waits for the restart, so it goes on after it
 DOWN_SECONDS = 8.0
+GAUGE_BOUND = 120.0  # a bound on waiting for the worker to notice the outage, not a timing check
 RECOVERY_BOUND = 600.0  # a bound on waiting for the projections, not a timing check
 TENANT = "faults"
 
@@ -104,7 +105,9 @@ async def post_direct(producer: EventProducer, payload: dict[str, Any], tally: T
             await asyncio.sleep(1.0)
 
 
-async def stream_with_outage(settings: Settings, local: LocalStack, service_name: str) -> Tally:
+async def stream_with_outage(
+    settings: Settings, local: LocalStack, service_name: str, expect_unavailable: tuple[str, ...] = ()
+) -> Tally:
     """Record the 10,000 exchanges, stopping and restarting one service in the middle; read them all back."""
     await ensure_topics(settings)
     service = local.service(service_name)
@@ -150,10 +153,18 @@ async def stream_with_outage(settings: Settings, local: LocalStack, service_name
                 # and a write either lands (it needs only Kafka) or is refused with 503 and Retry-After
                 probe = await http.post("/v1/exchanges", json={**exchange("probe", 0), "tenant": "faults-probe"})
                 tally.write_while_down.append(probe.status_code)
-                metrics = await http.get(f"http://127.0.0.1:{settings.worker_metrics_port}/metrics")
-                tally.worker_unavailable = dict(
-                    re.findall(r'memlog_projection_unavailable\{projection="([a-z-]+)"\} (\S+)', metrics.text)
-                )
+                # the projections that need the service say so once they next try to write; a worker still
+                # starting up or catching up may take a while to get there, so the service stays down until then
+                wait_until = time.monotonic() + GAUGE_BOUND
+                while True:
+                    metrics = await http.get(f"http://127.0.0.1:{settings.worker_metrics_port}/metrics")
+                    tally.worker_unavailable = dict(
+                        re.findall(r'memlog_projection_unavailable\{projection="([a-z-]+)"\} (\S+)', metrics.text)
+                    )
+                    seen = all(tally.worker_unavailable.get(name) == "1.0" for name in expect_unavailable)
+                    if seen or time.monotonic() > wait_until:
+                        break
+                    await asyncio.sleep(0.5)
                 assert probe.status_code in (202, 503), probe.text
                 assert probe.status_code == 202 or probe.headers["retry-after"] == "2"
                 assert await asyncio.to_thread(service.start), f"{service_name} was not started again"
@@ -244,7 +255,10 @@ async def assert_archive_holds_every_exchange(settings: Settings, deadline: floa
 @pytest.mark.timeout(1200)
 async def test_a_redis_outage_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
     tally = await stream_with_outage(
-        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()), local_stack, "redis"
+        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()),
+        local_stack,
+        "redis",
+        ("sessions",),
     )
     assert tally.worker_unavailable["sessions"] == "1.0" and tally.worker_unavailable["archive"] == "0.0"
     # idempotency keys are reserved in MongoDB and sealing keys come from MongoDB: writes need no Redis
@@ -255,7 +269,10 @@ async def test_a_redis_outage_mid_stream_loses_and_doubles_nothing(stack: Settin
 @pytest.mark.timeout(1200)
 async def test_a_mongodb_outage_mid_stream_loses_and_doubles_nothing(stack: Settings, local_stack: LocalStack) -> None:
     tally = await stream_with_outage(
-        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()), local_stack, "mongo"
+        unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()),
+        local_stack,
+        "mongo",
+        ("archive", "sessions"),
     )
     # sessions wait too: opening sealed events needs the key vault in MongoDB beyond the cached keys
     assert tally.worker_unavailable["archive"] == "1.0" and tally.worker_unavailable["sessions"] == "1.0"
