@@ -15,47 +15,56 @@ from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
 from schemas.events import AUTOMATION_THREAD
 
-# KEYS: head, exchanges (hash id -> JSON), order (list of ids), checkpoints
-# ARGV: partition, offset, exchange id ('' for none), exchange JSON, token delta, last question ms,
-#       expires-at ms, now ms, reset ('1'/'0'), summary flag ('1' when the summary changes), summary,
-#       summary tokens, count delta, then the ids of exchanges to remove
-_WRITE = """
-local offset = tonumber(ARGV[2])
-local applied = redis.call('HGET', KEYS[4], ARGV[1])
-if (not applied) or tonumber(applied) < offset then
-  redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
-end
-local pos = redis.call('HGET', KEYS[1], 'pos')
-if pos and tonumber(pos) >= offset then
-  return 0
-end
-local expires = tonumber(ARGV[7])
-if expires <= tonumber(ARGV[8]) then
-  return 1
-end
-if ARGV[9] == '1' then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-end
-for i = 14, #ARGV do
-  redis.call('HDEL', KEYS[2], ARGV[i])
-  redis.call('LREM', KEYS[3], 1, ARGV[i])
-end
-if ARGV[3] ~= '' then
-  if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 0 then
-    redis.call('RPUSH', KEYS[3], ARGV[3])
+# KEYS: head, exchanges (hash id -> JSON), order (list of ids)
+# ARGV: now ms, then a JSON array of the thread's changes in log order, each an array of strings:
+#   offset, exchange id ('' for none), exchange JSON, token delta, last question ms, expires-at ms,
+#   reset ('1'/'0'), summary flag ('1' when the summary changes), summary, summary tokens, count delta,
+#   and an array of the ids of exchanges to remove.
+# Each change applies atomically with its position, and only past the thread's position; one reply per
+# change: 1 applied (or expired, so not written), 0 applied already. One call per thread and batch.
+_WRITE_THREAD = """
+local now = tonumber(ARGV[1])
+local changes = cjson.decode(ARGV[2])
+local replies = {}
+local expire_at = nil
+for n = 1, #changes do
+  local c = changes[n]
+  local offset = tonumber(c[1])
+  local pos = redis.call('HGET', KEYS[1], 'pos')
+  if pos and tonumber(pos) >= offset then
+    replies[n] = 0
+  else
+    replies[n] = 1
+    if tonumber(c[6]) > now then
+      if c[7] == '1' then
+        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+      end
+      for _, gone in ipairs(c[12]) do
+        redis.call('HDEL', KEYS[2], gone)
+        redis.call('LREM', KEYS[3], 1, gone)
+      end
+      if c[2] ~= '' then
+        if redis.call('HEXISTS', KEYS[2], c[2]) == 0 then
+          redis.call('RPUSH', KEYS[3], c[2])
+        end
+        redis.call('HSET', KEYS[2], c[2], c[3])
+      end
+      if c[8] == '1' then
+        redis.call('HSET', KEYS[1], 'summary', c[9], 'stokens', c[10])
+      end
+      redis.call('HINCRBY', KEYS[1], 'tokens', c[4])
+      redis.call('HINCRBY', KEYS[1], 'count', c[11])
+      redis.call('HSET', KEYS[1], 'pos', c[1], 'last_q', c[5])
+      expire_at = c[6]
+    end
   end
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 end
-if ARGV[10] == '1' then
-  redis.call('HSET', KEYS[1], 'summary', ARGV[11], 'stokens', ARGV[12])
+if expire_at then
+  for i = 1, 3 do
+    redis.call('PEXPIREAT', KEYS[i], expire_at)
+  end
 end
-redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[5])
-redis.call('HINCRBY', KEYS[1], 'count', ARGV[13])
-redis.call('HSET', KEYS[1], 'pos', ARGV[2], 'last_q', ARGV[6])
-for i = 1, 3 do
-  redis.call('PEXPIREAT', KEYS[i], expires)
-end
-return 1
+return replies
 """
 
 # KEYS: checkpoints; ARGV: partition, offset
@@ -116,7 +125,7 @@ class RedisSessionStore:
     def __init__(self, client: aioredis.Redis, prefix: str) -> None:
         self._redis = client
         self._prefix = prefix
-        self._write = client.register_script(_WRITE)
+        self._write_thread = client.register_script(_WRITE_THREAD)
         self._advance = client.register_script(_ADVANCE)
         self._erase_lines = client.register_script(_ERASE_LINES)
 
@@ -153,39 +162,36 @@ class RedisSessionStore:
         }
 
     async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
+        """One script call per thread with all its changes, then the partitions' checkpoints.
+
+        The pipeline runs in order on one connection, so a checkpoint moves only after every
+        write before it has landed; a pipeline cut short leaves the checkpoints behind, never ahead.
+        """
         if not writes:
             return []
+        by_thread: dict[ThreadKey, list[int]] = {}
+        newest: dict[tuple[str, int], int] = {}
+        for index, write in enumerate(writes):
+            position = write.position
+            mark = (position.topic, position.partition)
+            newest[mark] = max(newest.get(mark, -1), position.offset)
+            if write.key is not None and write.change is not None:
+                by_thread.setdefault(write.key, []).append(index)
         with redis_errors():
             async with self._redis.pipeline(transaction=False) as pipe:
-                for write in writes:
-                    position = write.position
-                    checkpoints = self._checkpoints(position.topic)
-                    if write.key is None or write.change is None:
-                        await self._advance(keys=[checkpoints], args=[position.partition, position.offset], client=pipe)
-                        continue
-                    change = write.change
-                    exchange = change.exchange
-                    await self._write(
-                        keys=[*self._keys(write.key), checkpoints],
-                        args=[
-                            position.partition,
-                            position.offset,
-                            exchange.exchange_id if exchange else "",
-                            exchange.to_json() if exchange else "",
-                            change.token_delta,
-                            change.last_question_at,
-                            change.expires_at,
-                            now_ms,
-                            "1" if change.reset else "0",
-                            "0" if change.summary is None else "1",
-                            change.summary or "",
-                            change.summary_tokens,
-                            change.count_delta,
-                            *change.remove,
-                        ],
-                        client=pipe,
+                for key, indexes in by_thread.items():
+                    changes = json.dumps(
+                        [_change_args(writes[index]) for index in indexes], separators=(",", ":"), ensure_ascii=False
                     )
-                return [bool(reply) for reply in await pipe.execute()]
+                    await self._write_thread(keys=list(self._keys(key)), args=[now_ms, changes], client=pipe)
+                for (topic, partition), offset in newest.items():
+                    await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset], client=pipe)
+                replies = await pipe.execute()
+        applied = [True] * len(writes)
+        for indexes, reply in zip(by_thread.values(), replies, strict=False):
+            for index, flag in zip(indexes, reply, strict=True):
+                applied[index] = bool(flag)
+        return applied
 
     async def read(self, key: ThreadKey) -> Session | None:
         head_key, ex_key, order_key = self._keys(key)
@@ -246,6 +252,26 @@ class RedisSessionStore:
             },
             "shared_thread_lines": shared,
         }
+
+
+def _change_args(write: SessionWrite) -> list[Any]:
+    change = write.change
+    assert change is not None
+    exchange = change.exchange
+    return [
+        str(write.position.offset),
+        exchange.exchange_id if exchange else "",
+        exchange.to_json() if exchange else "",
+        str(change.token_delta),
+        str(change.last_question_at),
+        str(change.expires_at),
+        "1" if change.reset else "0",
+        "0" if change.summary is None else "1",
+        change.summary or "",
+        str(change.summary_tokens),
+        str(change.count_delta),
+        list(change.remove),
+    ]
 
 
 def _glob(text: str) -> str:

@@ -241,19 +241,26 @@ async def _drain(
 ) -> int:
     applied = 0
     while any(positions[tp] < ends[tp] for tp in ends):
-        fetched = await consumer.getmany(timeout_ms=1000, max_records=batch)
-        work: list[Coroutine[Any, Any, None]] = []
-        for tp, records in fetched.items():
-            wanted = [r for r in records if r.offset < ends[tp]]
-            if not wanted:
-                continue
-            batch_records = [Record(r.partition, r.offset, r.key, r.value) for r in wanted]
-            # one batch per partition and projection: they touch different subjects and checkpoints,
-            # so they run side by side and one's store round trips overlap another's decoding
-            work.extend(projector.handle(batch_records) for projector in by_topic[tp.topic])
-            positions[tp] = wanted[-1].offset + 1
-            applied += len(wanted)
+        # gather up to `batch` records first: the bigger a partition's run, the more of a thread's
+        # events go to the store in one call
+        gathered: dict[TopicPartition, list[Record]] = {}
+        count = 0
+        while count < batch and any(positions[tp] < ends[tp] for tp in ends):
+            fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
+            for tp, records in fetched.items():
+                wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
+                if not wanted:
+                    continue
+                gathered.setdefault(tp, []).extend(wanted)
+                positions[tp] = wanted[-1].offset + 1
+                count += len(wanted)
+        # one batch per partition and projection: they touch different subjects and checkpoints,
+        # so they run side by side and one's store round trips overlap another's decoding
+        work: list[Coroutine[Any, Any, None]] = [
+            projector.handle(records) for tp, records in gathered.items() for projector in by_topic[tp.topic]
+        ]
         await asyncio.gather(*work)
+        applied += count
         progress.update(done + applied)
     return applied
 
