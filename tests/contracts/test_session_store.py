@@ -11,10 +11,11 @@ from memlog.settings import Settings
 from projections.memory import MemorySessionStore
 from projections.position import Position
 from projections.redis_store import RedisSessionStore
-from projections.session import Exchange, SessionChange, SessionHead, SessionWrite, apply_event
+from projections.session import Exchange, SessionChange, SessionHead, SessionWrite, ThreadPolicy, apply_event
 from projections.stores import SessionStore, ThreadKey
 from projections.tokens import TokenCounter
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
+from streams.agents.sessions import SessionStep
 
 TTL = 3_600_000
 KEY = ThreadKey.session("castle", "ann")
@@ -73,6 +74,36 @@ class SessionStoreContract:
         assert await store.write(again, clock) == [False, False]
         session = await store.read(KEY)
         assert session is not None and [e.exchange_id for e in session.exchanges] == ["x1"]
+
+    async def test_a_batch_redelivered_after_a_partial_write_applies_each_event_once(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
+        bob = ThreadKey.session("castle", "bob")
+        bob_env = Envelope(tenant="castle", subject="bob", thread="session", producer="test", occurred_at=clock)
+        batch: list[tuple[ThreadEvent, Position]] = [
+            (QuestionAsked(_env(clock), "x1", "where?"), Position("threads", 0, 3)),
+            (QuestionAsked(bob_env, "y1", "when?"), Position("threads", 0, 4)),
+            (AnswerGiven(_env(clock), "x1", "there"), Position("threads", 0, 5)),
+            (AnswerGiven(bob_env, "y1", "now"), Position("threads", 0, 6)),
+        ]
+        step = SessionStep(store, policy=ThreadPolicy(), count_tokens=count_tokens)
+        await step(batch[:2])  # the first half landed, then the worker died before committing
+        await step(batch)  # the whole batch comes again
+        ann_session, bob_session = await store.read(KEY), await store.read(bob)
+        assert ann_session is not None and bob_session is not None
+        assert [(e.exchange_id, e.question, e.answer) for e in ann_session.exchanges] == [("x1", "where?", "there")]
+        assert [(e.exchange_id, e.question, e.answer) for e in bob_session.exchanges] == [("y1", "when?", "now")]
+        assert ann_session.head.tokens == count_tokens("where?") + count_tokens("there")
+        assert (ann_session.head.count, bob_session.head.count) == (1, 1)
+        assert await store.applied("threads", 0) == 6
+        # and once more: every position is applied already, nothing changes
+        changes = [SessionChange(Exchange("x9", "late"), False, 5, clock, clock + TTL, count_delta=1)] * 4
+        writes = [
+            SessionWrite(position, key, change)
+            for (_, position), key, change in zip(batch, [KEY, bob, KEY, bob], changes, strict=True)
+        ]
+        assert await store.write(writes, clock) == [False, False, False, False]
+        assert await store.read(KEY) == ann_session
 
     async def test_a_write_without_a_change_only_advances_the_checkpoint(self, store: SessionStore, clock: int) -> None:
         assert await store.write([SessionWrite(Position("threads", 1, 7))], clock) == [True]
