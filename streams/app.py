@@ -30,4 +30,7 @@ def create_app(settings: Settings) -> faust.App:
         producer_acks=-1,
         producer_max_request_size=settings.max_message_bytes,
         stream_wait_empty=False,
+        # after a store outage a worker was once seen to fetch nothing until its next metadata refresh
+        # (aiokafka's default: 5 min); refreshing every 30 s bounds such a stall
+        consumer_metadata_max_age_ms=30_000,
     )
