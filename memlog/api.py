@@ -19,6 +19,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlog import privacy
 from memlog.admin import TRACES_PAGE
 from memlog.connections import kafka_options
 from memlog.conversations import Conversations
@@ -56,8 +57,6 @@ from schemas.events import (
     ModelStep,
     QuestionAsked,
     RunTraced,
-    SubjectErased,
-    SubjectExportRequested,
     ThreadReset,
     ToolCalled,
     TraceToolCall,
@@ -777,14 +776,15 @@ def create_api(settings: Settings) -> FastAPI:
     async def erase_subject(tenant: str, subject: str, request: Request, body: EraseIn | None = None) -> PrivacyOut:
         """Erase everything memlog holds about a subject, then their data key (operators only)."""
         api = state(request)
-        by = credentials.who(request.headers.get("authorization"))
-        request_id = str(uuid.uuid4())
-        env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=api.settings.producer_name)
-        event = SubjectErased(env, request_id, by, body.reason if body else None)
-        await api.services.ledger.record(
-            "erase-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=by
+        request_id, position = await privacy.request(
+            api.services,
+            "erase",
+            tenant,
+            subject,
+            requested_by=credentials.who(request.headers.get("authorization")),
+            producer=api.settings.producer_name,
+            reason=body.reason if body else None,
         )
-        position = await api.services.producer.produce([event])
         done = await _privacy_applied(api, position)
         api.services.sealer.forget()  # this process writes no more with the erased key
         entry = await api.services.ledger.get(request_id) if done else None
@@ -794,13 +794,14 @@ def create_api(settings: Settings) -> FastAPI:
     async def export_subject(tenant: str, subject: str, request: Request) -> JSONResponse:
         """One JSON bundle of everything memlog holds about a subject (operators only)."""
         api = state(request)
-        by = credentials.who(request.headers.get("authorization"))
-        request_id = str(uuid.uuid4())
-        env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=api.settings.producer_name)
-        await api.services.ledger.record(
-            "export-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=by
+        request_id, position = await privacy.request(
+            api.services,
+            "export",
+            tenant,
+            subject,
+            requested_by=credentials.who(request.headers.get("authorization")),
+            producer=api.settings.producer_name,
         )
-        position = await api.services.producer.produce([SubjectExportRequested(env, request_id, by)])
         if not await _privacy_applied(api, position):
             out = PrivacyOut(request_id=request_id, position=position.token(), done=False)
             return JSONResponse(out.model_dump(), status_code=202)

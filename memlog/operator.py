@@ -7,15 +7,14 @@ import asyncio
 import datetime as dt
 import json
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
+from memlog import privacy
 from memlog.errors import InvalidEvent, NotCaughtUp
 from memlog.services import Services, open_services
 from memlog.settings import Settings
 from projections.position import Position
-from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested
 
 CLI_OPERATOR = "cli"
 
@@ -32,31 +31,21 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
                 at = entry.pop("at")
                 print(f"{at.isoformat()}  {entry.pop('kind'):16} {json.dumps(entry, default=str, sort_keys=True)}")
             return 0
-        request_id = str(uuid.uuid4())
-        env = Envelope(tenant=args.tenant, subject=args.subject, thread=SESSION_THREAD, producer="memlog-cli")
+        request_id, position = await privacy.request(
+            services,
+            "erase" if args.command == "erase" else "export",
+            args.tenant,
+            args.subject,
+            requested_by=CLI_OPERATOR,
+            producer="memlog-cli",
+            reason=args.reason if args.command == "erase" else None,
+        )
+        await _wait_privacy(services, position)
         if args.command == "erase":
-            await services.ledger.record(
-                "erase-requested",
-                tenant=args.tenant,
-                subject=args.subject,
-                request_id=request_id,
-                requested_by=CLI_OPERATOR,
-            )
-            position = await services.producer.produce([SubjectErased(env, request_id, CLI_OPERATOR, args.reason)])
-            await _wait_privacy(services, position)
             done = await services.ledger.get(request_id)
             deleted = done.get("deleted", {}) if done else {}
             print(f"erased {args.subject} of {args.tenant} (request {request_id}): {json.dumps(deleted)}")
             return 0
-        await services.ledger.record(
-            "export-requested",
-            tenant=args.tenant,
-            subject=args.subject,
-            request_id=request_id,
-            requested_by=CLI_OPERATOR,
-        )
-        position = await services.producer.produce([SubjectExportRequested(env, request_id, CLI_OPERATOR)])
-        await _wait_privacy(services, position)
         stored = await services.exports.get(request_id)
         if stored is None:
             raise NotCaughtUp(f"export {request_id} was applied but its bundle is gone")

@@ -188,7 +188,7 @@ class RedisSessionStore:
                     await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset], client=pipe)
                 replies = await pipe.execute()
         applied = [True] * len(writes)
-        for indexes, reply in zip(by_thread.values(), replies, strict=False):
+        for indexes, reply in zip(by_thread.values(), replies[: len(by_thread)], strict=True):
             for index, flag in zip(indexes, reply, strict=True):
                 applied[index] = bool(flag)
         return applied

@@ -17,7 +17,7 @@ import asyncio
 import datetime as dt
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -240,29 +240,39 @@ async def _drain(
     done: int,
 ) -> int:
     applied = 0
-    while any(positions[tp] < ends[tp] for tp in ends):
-        # gather up to `batch` records first: the bigger a partition's run, the more of a thread's
-        # events go to the store in one call
-        gathered: dict[TopicPartition, list[Record]] = {}
-        count = 0
-        while count < batch and any(positions[tp] < ends[tp] for tp in ends):
-            fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
-            for tp, records in fetched.items():
-                wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
-                if not wanted:
-                    continue
+    while gathered := await _gather(consumer, positions, ends, batch):
+        # one batch per partition and projection: they touch different subjects and checkpoints,
+        # so they run side by side and one's store round trips overlap another's decoding
+        await asyncio.gather(
+            *(projector.handle(records) for tp, records in gathered.items() for projector in by_topic[tp.topic])
+        )
+        applied += sum(len(records) for records in gathered.values())
+        progress.update(done + applied)
+    return applied
+
+
+async def _gather(
+    consumer: AIOKafkaConsumer,
+    positions: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    batch: int,
+) -> dict[TopicPartition, list[Record]]:
+    """Up to `batch` records below `ends`, by partition; empty once every partition reached its end.
+
+    A full batch rather than one fetch: the bigger a partition's run, the more of a thread's events
+    go to the store in one call.
+    """
+    gathered: dict[TopicPartition, list[Record]] = {}
+    count = 0
+    while count < batch and any(positions[tp] < ends[tp] for tp in ends):
+        fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
+        for tp, records in fetched.items():
+            wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
+            if wanted:
                 gathered.setdefault(tp, []).extend(wanted)
                 positions[tp] = wanted[-1].offset + 1
                 count += len(wanted)
-        # one batch per partition and projection: they touch different subjects and checkpoints,
-        # so they run side by side and one's store round trips overlap another's decoding
-        work: list[Coroutine[Any, Any, None]] = [
-            projector.handle(records) for tp, records in gathered.items() for projector in by_topic[tp.topic]
-        ]
-        await asyncio.gather(*work)
-        applied += count
-        progress.update(done + applied)
-    return applied
+    return gathered
 
 
 async def _commit_group(settings: Settings, group_id: str, positions: dict[TopicPartition, int]) -> None:
