@@ -3,6 +3,8 @@
 Writes EVENTS mixed events (exchanges on the threads topic, fact changes, traced runs), sealed
 per subject as the API seals them, then measures:
 - raw aiokafka consumption of the threads, facts and traces topics from the start (the floor);
+- the same consumption with each record Avro-decoded, then also opened (AES-GCM): the per-event work
+  no replay can skip, so the ceiling of any replay's ratio to the floor;
 - `replay` of each projection, and of all of them, into fresh namespaces (events/s, wall clock).
 No assertions: the numbers are for reading. `python -m bench.replay [EVENTS [RUN,RUN...]]`, a RUN being
 `all` or projections joined by `+` (e.g. `sessions+facts+traces`).
@@ -30,6 +32,7 @@ from schemas.events import (
     to_record,
 )
 from streams.replay import replay
+from streams.sealer import Sealer
 from streams.topics import ensure_topics
 from streams.worker import PROJECTIONS
 
@@ -40,6 +43,7 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
     """Mixed events: per 10 events about 8 exchange events, 1 fact, 1 traced run."""
     counts = {"threads": 0, "facts": 0, "traces": 0}
     async with open_services(settings) as services:
+        await services.vault.prepare()  # as the API and the worker do on start
         keys = {}
         for number in range(SUBJECTS):
             subject = f"player-{number:04d}"
@@ -124,6 +128,34 @@ async def raw_consume(settings: Settings, total: int) -> float:
         await consumer.stop()
 
 
+async def decode_consume(settings: Settings, total: int, open_sealed: bool) -> float:
+    """The same consumption, each record also Avro-decoded (and opened): the least a replay must do per event."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
+    async with open_services(settings) as services:
+        sealer = Sealer(services.vault, cache_seconds=3600.0)  # as replay keeps keys
+        await consumer.start()
+        try:
+            tps = [TopicPartition(settings.topic(t), p) for t in ("threads", "facts", "traces") for p in range(6)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            seen = 0
+            started = time.perf_counter()
+            while seen < total:
+                for records in (await consumer.getmany(timeout_ms=2000, max_records=20_000)).values():
+                    decoded = [services.codec.decode(record.value) for record in records]
+                    if open_sealed:
+                        await sealer.open_many([(d.full_name, d.record) for d in decoded])
+                    seen += len(records)
+            return seen / (time.perf_counter() - started)
+        finally:
+            await consumer.stop()
+
+
 async def run(settings: Settings) -> None:
     total = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     settings = settings.model_copy(update={"privacy_database": f"benchprivacy_{settings.namespace}"})
@@ -133,6 +165,13 @@ async def run(settings: Settings) -> None:
     raw = await raw_consume(settings, produced)
     print(f"\nreplay of {produced:,} mixed events (events/s; one run, 2 shared cores):")
     line("raw aiokafka consume of the same topics (the floor)", raw, "events/s")
+    # what any replay must do per event besides consuming: decode the Avro body, open the sealed fields
+    decode_only = await decode_consume(settings, produced, open_sealed=False)
+    line("raw consume + Avro decode of every record", decode_only, "events/s")
+    print(f"  ratio, consume + decode / raw consume: {decode_only / raw:.4f}", flush=True)
+    decode_open = await decode_consume(settings, produced, open_sealed=True)
+    line("raw consume + Avro decode + AES-GCM open", decode_open, "events/s")
+    print(f"  ratio, consume + decode + open / raw consume: {decode_open / raw:.4f}", flush=True)
     runs = sys.argv[2].split(",") if len(sys.argv) > 2 else ["sessions", "facts", "traces", "archives", "all"]
     for run_spec in runs:
         which = PROJECTIONS if run_spec == "all" else tuple(run_spec.split("+"))

@@ -22,6 +22,7 @@ from projections.mongo_store import mongo_errors
 from projections.sealing import new_data_key, unwrap_key, wrap_key
 
 ACTIVE = "active"
+KEYS_PER_QUERY = 50
 ERASING = "erasing"
 
 
@@ -82,11 +83,15 @@ class MongoKeyVault:
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
         """The active keys among these ids; an id left out belongs to an erased (or erasing) subject."""
-        if not key_ids:
-            return {}
+        found: dict[str, bytes] = {}
         with mongo_errors():
-            docs = await self._keys.find({"key_id": {"$in": key_ids}, "state": ACTIVE}).to_list()
-        return {str(doc["key_id"]): self._unwrap(doc) for doc in docs}
+            # A few dozen ids per query: SecantusDB answers one $in of 2,000 ids in about 4.5 s and
+            # 40 queries of 50 in 0.3 s; MongoDB does not mind either way.
+            for start in range(0, len(key_ids), KEYS_PER_QUERY):
+                wanted = key_ids[start : start + KEYS_PER_QUERY]
+                async for doc in self._keys.find({"key_id": {"$in": wanted}, "state": ACTIVE}):
+                    found[str(doc["key_id"])] = self._unwrap(doc)
+        return found
 
     async def begin_erasure(self, tenant: str, subject: str) -> None:
         """Stop the key being used, for writing or reading, while the subject's data is deleted."""

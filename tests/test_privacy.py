@@ -22,6 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from memlog.services import open_services
 from memlog.settings import Settings
 from projections.mongo_store import mongo_client
+from projections.privacy_store import KEYS_PER_QUERY
 from projections.sealing import SealError, open_sealed
 from schemas.events import now_ms
 from streams.topics import ensure_topics
@@ -287,3 +288,21 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
     finally:
         api.stop()
         worker.stop()
+
+
+async def test_the_key_vault_answers_for_more_keys_than_one_query_asks(settings: Settings) -> None:
+    """keys_by_id splits its lookup; every active key comes back, erased and unknown ids do not."""
+    tenant = f"vault-{settings.namespace}"
+    count = KEYS_PER_QUERY * 2 + 7
+    async with open_services(settings) as services:
+        await services.vault.prepare()
+        made = {}
+        for number in range(count):
+            key_id, key = await services.vault.key_for_write(tenant, f"s{number}")
+            made[key_id] = key
+        erased_id = next(iter(made))
+        await services.vault.begin_erasure(tenant, "s0")
+        found = await services.vault.keys_by_id([*made, "no-such-key"])
+    assert erased_id not in found
+    assert found == {key_id: key for key_id, key in made.items() if key_id != erased_id}
+    assert len(found) == count - 1
