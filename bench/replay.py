@@ -7,7 +7,8 @@ per subject as the API seals them, then measures:
   no replay can skip, so the ceiling of any replay's ratio to the floor;
 - `replay` of each projection, and of all of them, into fresh namespaces (events/s, wall clock).
 No assertions: the numbers are for reading. `python -m bench.replay [EVENTS [RUN,RUN...]]`, a RUN being
-`all` or projections joined by `+` (e.g. `sessions+facts+traces`).
+`all` or projections joined by `+` (e.g. `sessions+facts+traces`), with `/N` for N replay processes
+(`sessions/2`).
 """
 
 from __future__ import annotations
@@ -174,12 +175,18 @@ async def run(settings: Settings) -> None:
     print(f"  ratio, consume + decode + open / raw consume: {decode_open / raw:.4f}", flush=True)
     runs = sys.argv[2].split(",") if len(sys.argv) > 2 else ["sessions", "facts", "traces", "archives", "all"]
     for run_spec in runs:
-        which = PROJECTIONS if run_spec == "all" else tuple(run_spec.split("+"))
+        spec, _, workers = run_spec.partition("/")
+        which = PROJECTIONS if spec == "all" else tuple(spec.split("+"))
         report = await replay(
-            settings, which, switch=False, namespace=f"{settings.namespace}-{uuid.uuid4().hex[:6]}", out=sys.stdout
+            settings,
+            which,
+            switch=False,
+            namespace=f"{settings.namespace}-{uuid.uuid4().hex[:6]}",
+            out=sys.stdout,
+            workers=int(workers or 1),
         )
         line(
-            f"replay --projection {run_spec} ({report.events:,} events read, {report.seconds:.1f}s)",
+            f"replay --projection {spec} --workers {workers or 1} ({report.events:,} events, {report.seconds:.1f}s)",
             report.rate,
             "events/s",
         )

@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--projection", choices=["sessions", "facts", "traces", "archives", "all"], default="all")
     replay.add_argument("--from", dest="since", default=None, help="ISO time to start from (default: the beginning)")
     replay.add_argument("--no-switch", action="store_true", help="build it, but keep reads where they are")
+    replay.add_argument(
+        "--workers", type=int, default=None, help="processes sharing the partitions (default: MEMLOG_REPLAY_WORKERS)"
+    )
     verify = commands.add_parser("verify", help="compare two namespaces and list every difference")
     verify.add_argument("left", nargs="?", default=None, help="default: the namespace reads use now")
     verify.add_argument("right", nargs="?", default=None, help="default: the one reads used before the last replay")

@@ -83,7 +83,7 @@ async def _replay(settings: Settings, args: argparse.Namespace) -> int:
     from streams.worker import PROJECTIONS
 
     which = PROJECTIONS if args.projection == "all" else (args.projection,)
-    report = await replay(settings, which, since_ms=_since(args.since), switch=not args.no_switch)
+    report = await replay(settings, which, since_ms=_since(args.since), switch=not args.no_switch, workers=args.workers)
     print(
         f"replayed {report.events:,} events into {report.namespace} in {report.seconds:.1f}s "
         f"({report.rate:,.0f} events/s); dead letters seen again: {report.dead_letters}"

@@ -157,6 +157,12 @@ class Settings(BaseSettings):
     )
     key_cache_seconds: float = Field(default=5.0, ge=0, description="How long a process caches a data key to read.")
     replay_batch: int = Field(default=20_000, ge=1, description="Records a replay reads and writes per batch.")
+    replay_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Processes a replay shares the partitions among (`replay --workers`).",
+    )
 
     @model_validator(mode="after")
     def _credentials_complete(self) -> Settings:

@@ -39,6 +39,17 @@ class DeadLetterCounter(Protocol):
 
 
 @dataclass(frozen=True)
+class Erased:
+    """A record of an erased subject: its data key is gone, so it no longer opens."""
+
+    tenant: str
+    subject: str
+
+
+Read = Event | Erased | Exception  # what a record turned out to be
+
+
+@dataclass(frozen=True)
 class Record:
     """A Kafka record as an agent hands it over."""
 
@@ -115,10 +126,15 @@ class Projector(Generic[E]):
             metrics.unavailable.labels(name).set(0)
 
     async def handle(self, records: Sequence[Record]) -> None:
-        """Apply a batch in log order; poison records are dead-lettered where they stand.
+        """Apply a batch in log order; poison records are dead-lettered where they stand."""
+        await self.apply(records, await self.read(records))
 
-        Sealed records are opened first, with one key-vault round trip per batch. A record whose
-        subject was erased (its data key is gone) is skipped: it is not poison, it is shredded.
+    async def read(self, records: Sequence[Record]) -> list[Read]:
+        """Each record decoded, opened and validated as an event, or why it is not one.
+
+        Sealed records are opened with one key-vault round trip per batch. A record whose subject
+        was erased (its data key is gone) reads as `Erased`: it is not poison, it is shredded.
+        What this returns depends only on the records, so projections of one topic may share it.
         """
         decoded: list[Decoded | Exception] = []
         for record in records:
@@ -126,28 +142,43 @@ class Projector(Generic[E]):
                 decoded.append(self._codec.decode(record.value))
             except DecodeError as exc:
                 decoded.append(exc)
-        opened = await self._open(decoded)
+        out: list[Read] = []
+        for index, item in enumerate(await self._open(decoded)):
+            if isinstance(item, Shredded):
+                env = cast(Decoded, decoded[index]).record["envelope"]
+                out.append(Erased(str(env["tenant"]), str(env["subject"])))
+            elif isinstance(item, Exception):
+                out.append(item)
+            else:
+                try:
+                    out.append(from_record(item[0], item[1]))
+                except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
+                    out.append(exc)
+        return out
+
+    async def apply(self, records: Sequence[Record], read: Sequence[Read]) -> None:
+        """Apply what `read` made of `records`, in log order; poison is dead-lettered where it stands."""
         run: list[tuple[E, Position]] = []
         shredded: list[tuple[Event, Position]] = []
-        for index, (record, item) in enumerate(zip(records, opened, strict=True)):
+        for record, item in zip(records, read, strict=True):
             position = Position(self.topic, record.partition, record.offset)
-            try:
-                if isinstance(item, Shredded):
-                    shredded.append((cast(Event, None), position))
-                    env = cast(Decoded, decoded[index]).record["envelope"]
-                    who = (str(env["tenant"]), str(env["subject"]))
-                    self.shredded_by[who] = self.shredded_by.get(who, 0) + 1
-                    continue
-                if isinstance(item, Exception):
-                    raise item
-                event = from_record(item[0], item[1])
-                if not isinstance(event, self._accepts):
-                    raise InvalidEvent("event_type", f"{event.TYPE} does not belong on {self.source_topic}")
-                run.append((cast(E, event), position))
-            except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
+            if isinstance(item, Erased):
+                shredded.append((cast(Event, None), position))
+                who = (item.tenant, item.subject)
+                self.shredded_by[who] = self.shredded_by.get(who, 0) + 1
+                continue
+            if isinstance(item, Exception):
+                error: Exception | None = item
+            elif not isinstance(item, self._accepts):
+                error = InvalidEvent("event_type", f"{item.TYPE} does not belong on {self.source_topic}")
+            else:
+                error = None
+            if error is not None:
                 await self._apply(run)
                 run = []
-                await self._retrying(partial(self._dead_letter, position, record, exc))
+                await self._retrying(partial(self._dead_letter, position, record, error))
+                continue
+            run.append((cast(E, item), position))
         await self._apply(run)
         if shredded:
             await self._retrying(partial(advance_past, self._checkpoints, shredded))

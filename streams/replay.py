@@ -5,6 +5,10 @@ consumer in large batches, so the rules are shared and writes go in bulk. Folds 
 during a replay: the ThreadFolded events on the log are applied like the live worker applied
 them. Events of erased subjects do not decrypt and are skipped; the ledger says why.
 
+With `MEMLOG_REPLAY_WORKERS` above 1 the partitions are shared out among that many processes,
+each with its own consumer and connections (a thread's events are all in one partition, so no
+two processes touch one thread); the catch-up rounds run in this process.
+
 When the rebuild has caught up, the consumer group of the new namespace gets the replay's
 offsets, and the namespace pointer moves: the API follows it within a second, and workers
 restart themselves in the new namespace from those offsets. Live reads keep working on the
@@ -14,26 +18,42 @@ old namespace until then.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import multiprocessing
+import queue as queues
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from memlog import connections
+from memlog.errors import MemlogError
 from memlog.metrics import Metrics
 from memlog.services import NamespacePointer, make_codec
 from memlog.settings import Settings
 from projections.privacy_store import MongoKeyVault, MongoLedger
-from streams.projector import Record
+from streams.projector import Projector, Record
 from streams.sealer import Sealer
 from streams.worker import PROJECTIONS, active_namespace, build_projections
 
 SOURCES = {"sessions": "threads", "archives": "threads", "facts": "facts", "traces": "traces"}
+REPORT_EVERY_SECONDS = 0.25
+
+# (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
+Shredded = dict[tuple[str, str], dict[tuple[str, str], int]]
+
+
+class ReplayFailed(MemlogError):
+    """A replay process stopped before its partitions were rebuilt."""
+
+
+class Reports(Protocol):
+    def update(self, done: int, final: bool = False) -> None: ...
 
 
 class DeadLettersCounted:
@@ -96,6 +116,63 @@ def namespace_for_replay(base: str, now: dt.datetime | None = None) -> str:
     return f"{base}-r{stamp}"
 
 
+@dataclass
+class _Rebuild:
+    """One process's projections writing into the target namespace, by source topic."""
+
+    by_topic: dict[str, list[Any]]
+    dead: DeadLettersCounted
+    mongo: Any
+    prepare: Callable[[], Any]
+
+    def shredded(self) -> Shredded:
+        return {
+            (topic, projector.name): dict(projector.shredded_by)
+            for topic, projectors in self.by_topic.items()
+            for projector in projectors
+        }
+
+
+@contextlib.asynccontextmanager
+async def _rebuild(settings: Settings, scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[_Rebuild]:
+    codec = make_codec(settings)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
+    try:
+        privacy = mongo[settings.privacy_database]
+        vault = MongoKeyVault(privacy, settings.master_key_bytes())
+        sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
+        dead = DeadLettersCounted()
+        built = build_projections(
+            scoped,
+            codec=codec,
+            sealer=sealer,
+            redis=redis,
+            database=mongo[scoped.mongo_db_name],
+            dead_letters=dead,
+            metrics=Metrics(),
+            which=projections,
+        )
+        by_topic: dict[str, list[Any]] = {}
+        for short, projector in built.projectors:
+            by_topic.setdefault(settings.topic(short), []).append(projector)
+        yield _Rebuild(by_topic, dead, mongo, built.prepare)
+    finally:
+        await redis.aclose()
+        await mongo.close()
+        codec.close()
+
+
+def _consumer(settings: Settings) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        **connections.kafka_options(settings),
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
+
+
 async def replay(
     settings: Settings,
     projections: tuple[str, ...] = PROJECTIONS,
@@ -106,117 +183,270 @@ async def replay(
     out: TextIO = sys.stderr,
     requested_by: str = "cli",
     watch: Callable[[Progress], None] | None = None,
+    workers: int | None = None,
 ) -> ReplayReport:
-    """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`."""
+    """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`.
+
+    `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`).
+    """
     unknown = set(projections) - set(PROJECTIONS)
     if unknown:
         raise ValueError(f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(PROJECTIONS)}")
+    workers = settings.replay_workers if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     previous = await active_namespace(settings)
     target = namespace or namespace_for_replay(settings.namespace)
     scoped = settings.model_copy(update={"namespace": target, "fold_agent": False})
-    codec = make_codec(settings)
-    redis = connections.redis_client(settings)
-    mongo = connections.mongo(settings)
-    privacy = mongo[settings.privacy_database]
-    master = settings.master_key_bytes()
-    sealer = Sealer(MongoKeyVault(privacy, master), cache_seconds=3600.0)  # keys cannot come back once gone
-    ledger = MongoLedger(privacy, master)
-    dead = DeadLettersCounted()
-    built = build_projections(
-        scoped,
-        codec=codec,
-        sealer=sealer,
-        redis=redis,
-        database=mongo[scoped.mongo_db_name],
-        dead_letters=dead,
-        metrics=Metrics(),
-        which=projections,
-    )
-    by_topic: dict[str, list[Any]] = {}
-    for short, projector in built.projectors:
-        by_topic.setdefault(settings.topic(short), []).append(projector)
-    consumer = AIOKafkaConsumer(
-        **connections.kafka_options(settings),
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=64 * 1024 * 1024,
-    )
+    consumer = _consumer(settings)
     started = time.monotonic()
     events = 0
+    dead_letters = 0
+    shredded: list[Shredded] = []
+    async with _rebuild(settings, scoped, projections) as here:
+        privacy = here.mongo[settings.privacy_database]
+        ledger = MongoLedger(privacy, settings.master_key_bytes())
+        try:
+            await here.prepare()
+            await ledger.record(
+                "replay-started",
+                namespace=target,
+                previous=previous,
+                projections=list(projections),
+                requested_by=requested_by,
+                workers=workers,
+            )
+            await consumer.start()
+            partitions = [
+                TopicPartition(topic, p)
+                for topic in here.by_topic
+                for p in sorted(consumer.partitions_for_topic(topic) or range(settings.partitions))
+            ]
+            consumer.assign(partitions)
+            starts = await _starts(consumer, partitions, since_ms)
+            ends = await consumer.end_offsets(partitions)
+            # erasures that arrive while the rebuild runs are applied to it by the workers after the switch
+            privacy_tps = [TopicPartition(settings.topic("privacy"), p) for p in range(settings.partitions)]
+            privacy_from = await consumer.end_offsets(privacy_tps)
+            progress = Progress(out, sum(max(ends[tp] - starts[tp], 0) for tp in partitions))
+            if watch is not None:
+                watch(progress)
+            positions = dict(starts)
+            if workers > 1:
+                consumer.pause(*partitions)  # this consumer waits for the catch-up rounds
+                part = await _drain_in_processes(
+                    scoped, projections, partitions, positions, ends, workers, progress, settings.replay_batch
+                )
+                consumer.resume(*partitions)
+                events += part.events
+                dead_letters += part.dead_letters
+                shredded.extend(part.shredded)
+            for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
+                for tp in partitions:
+                    consumer.seek(tp, positions[tp])
+                batch = settings.replay_batch
+                events += await _drain(consumer, here.by_topic, positions, ends, batch, progress, events)
+                newer = await consumer.end_offsets(partitions)
+                if newer == ends:
+                    break
+                ends = newer
+            progress.update(events, final=True)
+            if switch:
+                await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
+                await NamespacePointer(privacy, settings.app_id).switch(
+                    target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
+                )
+            skipped = _skipped([here.shredded(), *shredded])
+            reasons = {}
+            for tenant, subject in skipped:
+                entry = await ledger.erased(tenant, subject)
+                reasons[(tenant, subject)] = (
+                    f"erased {entry['at'].isoformat()} (request {entry['_id']})"
+                    if entry is not None
+                    else "data key gone, and no erasure in the ledger"
+                )
+            seconds = time.monotonic() - started
+            await ledger.record(
+                "replayed",
+                namespace=target,
+                previous=previous,
+                projections=list(projections),
+                events=events,
+                seconds=round(seconds, 3),
+                switched=switch,
+                skipped_events=sum(skipped.values()),
+                skipped_subjects=len(skipped),
+                requested_by=requested_by,
+                workers=workers,
+            )
+            dead_letters += here.dead.count
+            return ReplayReport(target, previous, events, seconds, switch, dead_letters, skipped, reasons)
+        finally:
+            await consumer.stop()
+
+
+def _skipped(parts: list[Shredded]) -> dict[tuple[str, str], int]:
+    """Events skipped per erased subject: summed over processes per projection, the most of any projection.
+
+    Two projections of one topic (sessions and archives) skip the same records, so they are not added up.
+    """
+    per_projection: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
+    for part in parts:
+        for projection, counts in part.items():
+            total = per_projection.setdefault(projection, {})
+            for who, count in counts.items():
+                total[who] = total.get(who, 0) + count
+    skipped: dict[tuple[str, str], int] = {}
+    for counts in per_projection.values():
+        for who, count in counts.items():
+            skipped[who] = max(skipped.get(who, 0), count)
+    return skipped
+
+
+@dataclass
+class _Part:
+    events: int
+    dead_letters: int
+    shredded: list[Shredded]
+
+
+async def _drain_in_processes(
+    scoped: Settings,
+    projections: tuple[str, ...],
+    partitions: list[TopicPartition],
+    positions: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    workers: int,
+    progress: Progress,
+    batch: int,
+) -> _Part:
+    """Partitions shared out among `workers` processes, by partition number; `positions` moves to `ends`."""
+    context = multiprocessing.get_context("spawn")  # no forked event loops or sockets
+    messages: Any = context.Queue()
+    groups = [group for i in range(workers) if (group := [tp for tp in partitions if tp.partition % workers == i])]
+    processes = []
+    for index, group in enumerate(groups):
+        share = [(tp.topic, tp.partition, positions[tp], ends[tp]) for tp in group]
+        process = context.Process(
+            target=_part_main,
+            args=(index, scoped, projections, share, batch, messages),
+            name=f"memlog-replay-{index}",
+            daemon=True,
+        )
+        process.start()
+        processes.append(process)
+    done = [0] * len(groups)
+    results: dict[int, dict[str, Any]] = {}
+
+    def take(message: tuple[str, int, Any]) -> None:
+        kind, index, payload = message
+        if kind == "failed":
+            raise ReplayFailed(f"replay process {index} failed: {payload}")
+        if kind == "done":
+            results[index] = payload
+            done[index] = payload["events"]
+        else:
+            done[index] = payload
+        progress.update(sum(done))
+
     try:
-        await built.prepare()
-        await ledger.record(
-            "replay-started",
-            namespace=target,
-            previous=previous,
-            projections=list(projections),
-            requested_by=requested_by,
-        )
-        await consumer.start()
-        partitions = [
-            TopicPartition(topic, p)
-            for topic in by_topic
-            for p in sorted(consumer.partitions_for_topic(topic) or range(settings.partitions))
-        ]
-        consumer.assign(partitions)
-        starts = await _starts(consumer, partitions, since_ms)
-        for tp, offset in starts.items():
-            consumer.seek(tp, offset)
-        ends = await consumer.end_offsets(partitions)
-        # erasures that arrive while the rebuild runs are applied to it by the workers after the switch
-        privacy_tps = [TopicPartition(settings.topic("privacy"), p) for p in range(settings.partitions)]
-        privacy_from = await consumer.end_offsets(privacy_tps)
-        progress = Progress(out, sum(max(ends[tp] - starts[tp], 0) for tp in partitions))
-        if watch is not None:
-            watch(progress)
-        positions = dict(starts)
-        for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
-            for tp in partitions:
-                consumer.seek(tp, positions[tp])
-            events += await _drain(consumer, by_topic, positions, ends, settings.replay_batch, progress, events)
-            newer = await consumer.end_offsets(partitions)
-            if newer == ends:
-                break
-            ends = newer
-        progress.update(events, final=True)
-        if switch:
-            await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
-            await NamespacePointer(privacy, settings.app_id).switch(
-                target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
-            )
-        skipped: dict[tuple[str, str], int] = {}
-        for projectors in by_topic.values():
-            for projector in projectors:
-                for who, count in projector.shredded_by.items():
-                    skipped[who] = max(skipped.get(who, 0), count)
-        reasons = {}
-        for tenant, subject in skipped:
-            entry = await ledger.erased(tenant, subject)
-            reasons[(tenant, subject)] = (
-                f"erased {entry['at'].isoformat()} (request {entry['_id']})"
-                if entry is not None
-                else "data key gone, and no erasure in the ledger"
-            )
-        seconds = time.monotonic() - started
-        await ledger.record(
-            "replayed",
-            namespace=target,
-            previous=previous,
-            projections=list(projections),
-            events=events,
-            seconds=round(seconds, 3),
-            switched=switch,
-            skipped_events=sum(skipped.values()),
-            skipped_subjects=len(skipped),
-            requested_by=requested_by,
-        )
-        return ReplayReport(target, previous, events, seconds, switch, dead.count, skipped, reasons)
+        while len(results) < len(groups):
+            try:
+                take(await asyncio.to_thread(messages.get, True, 0.5))
+            except queues.Empty:
+                _check_alive(processes, results, messages, take, len(groups))
     finally:
-        await consumer.stop()
-        await redis.aclose()
-        await mongo.close()
-        codec.close()
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            await asyncio.to_thread(process.join, 10.0)
+        messages.close()
+    for tp in partitions:
+        positions[tp] = ends[tp]
+    return _Part(
+        events=sum(result["events"] for result in results.values()),
+        dead_letters=sum(result["dead_letters"] for result in results.values()),
+        shredded=[result["shredded"] for result in results.values()],
+    )
+
+
+def _check_alive(
+    processes: list[Any],
+    results: dict[int, dict[str, Any]],
+    messages: Any,
+    take: Callable[[tuple[str, int, Any]], None],
+    count: int,
+) -> None:
+    """Raise ReplayFailed for a process that exited without saying it was done."""
+    gone = [i for i, process in enumerate(processes) if i not in results and not process.is_alive()]
+    if not gone:
+        return
+    with contextlib.suppress(queues.Empty):  # a message may trail its sender's exit
+        while len(results) < count:
+            take(messages.get(True, 1.0))
+    for index in gone:
+        if index not in results:
+            code = processes[index].exitcode
+            raise ReplayFailed(f"replay process {index} exited ({code}) before its partitions were done")
+
+
+class _Reporting:
+    """A replay process's progress, told to the one that started it a few times a second."""
+
+    def __init__(self, index: int, messages: Any) -> None:
+        self._index = index
+        self._messages = messages
+        self._told = 0.0
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if final or now - self._told >= REPORT_EVERY_SECONDS:
+            self._told = now
+            self._messages.put(("progress", self._index, done))
+
+
+def _part_main(
+    index: int,
+    scoped: Settings,
+    projections: tuple[str, ...],
+    share: list[tuple[str, int, int, int]],
+    batch: int,
+    messages: Any,
+) -> None:
+    """Entry point of a replay process: rebuild `share` (topic, partition, from, to) and say how it went."""
+    try:
+        result = asyncio.run(_part(index, scoped, projections, share, batch, messages))
+    except BaseException as exc:
+        messages.put(("failed", index, f"{type(exc).__name__}: {exc}"))
+        raise
+    messages.put(("done", index, result))
+
+
+async def _part(
+    index: int,
+    scoped: Settings,
+    projections: tuple[str, ...],
+    share: list[tuple[str, int, int, int]],
+    batch: int,
+    messages: Any,
+) -> dict[str, Any]:
+    # `scoped` names the target namespace; the source topics do not depend on it
+    async with _rebuild(scoped, scoped, projections) as part:
+        consumer = _consumer(scoped)
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, partition) for topic, partition, _, _ in share]
+            consumer.assign(tps)
+            positions = {TopicPartition(t, p): start for t, p, start, _ in share}
+            ends = {TopicPartition(t, p): end for t, p, _, end in share}
+            for tp, offset in positions.items():
+                consumer.seek(tp, offset)
+            by_topic = {topic: part.by_topic[topic] for topic in {tp.topic for tp in tps}}
+            events = await _drain(consumer, by_topic, positions, ends, batch, _Reporting(index, messages), 0)
+        finally:
+            await consumer.stop()
+        return {"events": events, "dead_letters": part.dead.count, "shredded": part.shredded()}
 
 
 async def _starts(
@@ -236,19 +466,23 @@ async def _drain(
     positions: dict[TopicPartition, int],
     ends: dict[TopicPartition, int],
     batch: int,
-    progress: Progress,
+    progress: Reports,
     done: int,
 ) -> int:
     applied = 0
     while gathered := await _gather(consumer, positions, ends, batch):
-        # one batch per partition and projection: they touch different subjects and checkpoints,
-        # so they run side by side and one's store round trips overlap another's decoding
-        await asyncio.gather(
-            *(projector.handle(records) for tp, records in gathered.items() for projector in by_topic[tp.topic])
-        )
+        # partitions touch different subjects and checkpoints, so they run side by side and one's
+        # store round trips overlap another's decoding
+        await asyncio.gather(*(_apply_all(by_topic[tp.topic], records) for tp, records in gathered.items()))
         applied += sum(len(records) for records in gathered.values())
         progress.update(done + applied)
     return applied
+
+
+async def _apply_all(projectors: list[Projector[Any]], records: list[Record]) -> None:
+    """A partition's batch decoded and opened once, then applied by every projection of its topic."""
+    read = await projectors[0].read(records)
+    await asyncio.gather(*(projector.apply(records, read) for projector in projectors))
 
 
 async def _gather(

@@ -258,6 +258,18 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
             assert verified.returncode == 0, verified.stdout + verified.stderr
             assert verified.stdout.strip().endswith("identical")
 
+            # the same rebuild by two processes sharing the partitions: the same result, the same skips
+            shared = memlog_cli(settings, "replay", "--projection", "all", "--workers", "2", "--no-switch")
+            assert shared.returncode == 0, shared.stdout + shared.stderr
+            assert "reads still use" in shared.stdout, shared.stdout
+            again_rebuilt = shared.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
+            assert again_rebuilt != rebuilt
+            skips = [line for line in replayed.stdout.splitlines() if line.startswith("skipped")]
+            assert skips and skips == [line for line in shared.stdout.splitlines() if line.startswith("skipped")]
+            verified = memlog_cli(settings, "verify", previous, again_rebuilt)
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+            assert verified.stdout.strip().endswith("identical")
+
             # reads follow the switch, and keep working
             for _ in range(100):
                 kept = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")
