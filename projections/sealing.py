@@ -11,6 +11,7 @@ No I/O here: keys are handed in by the caller (the key vault lives in memlog's s
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ def needs_seal(full_name: str, record: dict[str, Any]) -> bool:
     return full_name in PERSONAL and record["envelope"].get("subject") is not None
 
 
+@functools.cache
 def _paths(full_name: str) -> tuple[tuple[str, str | None], ...]:
     out: list[tuple[str, str | None]] = []
     for path in PERSONAL[full_name]:
