@@ -288,6 +288,9 @@ class ReplayIn(BaseModel):
     projection: Literal["sessions", "facts", "traces", "archives", "all"] = "all"
     since: int | None = Field(default=None, ge=0, description="Epoch ms to start from; default: the beginning.")
     switch: bool = Field(default=True, description="Move reads to the rebuilt namespace when it has caught up.")
+    workers: int | None = Field(
+        default=None, ge=1, le=64, description="Processes sharing the partitions; default MEMLOG_REPLAY_WORKERS."
+    )
 
 
 class PrivacyOut(BaseModel):
@@ -846,6 +849,7 @@ def create_api(settings: Settings) -> FastAPI:
                     out=io.StringIO(),
                     requested_by=by,
                     watch=watch,
+                    workers=body.workers,
                 )
                 item.update(
                     state="done",

@@ -58,7 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--from", dest="since", default=None, help="ISO time to start from (default: the beginning)")
     replay.add_argument("--no-switch", action="store_true", help="build it, but keep reads where they are")
     replay.add_argument(
-        "--workers", type=int, default=None, help="processes sharing the partitions (default: MEMLOG_REPLAY_WORKERS)"
+        "--workers",
+        type=_processes,
+        default=None,
+        help="processes sharing the partitions, 1 to 64 (default: MEMLOG_REPLAY_WORKERS)",
     )
     verify = commands.add_parser("verify", help="compare two namespaces and list every difference")
     verify.add_argument("left", nargs="?", default=None, help="default: the namespace reads use now")
@@ -144,6 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemlogError as exc:
         print(f"memlog: {exc}", file=sys.stderr)
         return 1
+
+
+def _processes(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= count <= 64:
+        raise argparse.ArgumentTypeError(f"{count} processes: choose from 1 to 64")
+    return count
 
 
 def _dev(settings: Settings, action: str) -> int:

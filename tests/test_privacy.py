@@ -8,6 +8,7 @@ must be untouched, and a replay of every topic into a fresh namespace must not b
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from projections.mongo_store import mongo_client
 from projections.privacy_store import KEYS_PER_QUERY
 from projections.sealing import SealError, open_sealed
 from schemas.events import now_ms
+from streams.replay import Progress, ReplayFailed, _drain_in_processes
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.processes import free_port, settings_env, start_api, start_worker
@@ -277,8 +279,8 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
                     break
             assert marks(KEPT)[0] in kept.json()["rendered"]
 
-            # the same replay through the operator API, without switching; then erasure from the CLI
-            started = await http.post("/v1/replays", json={"projection": "facts", "switch": False})
+            # a replay through the operator API (two processes), without switching; then erasure from the CLI
+            started = await http.post("/v1/replays", json={"projection": "facts", "switch": False, "workers": 2})
             assert started.status_code == 202, started.text
             status: dict[str, Any] = {}
             for _ in range(600):
@@ -318,3 +320,12 @@ async def test_the_key_vault_answers_for_more_keys_than_one_query_asks(settings:
     assert erased_id not in found
     assert found == {key_id: key for key_id, key in made.items() if key_id != erased_id}
     assert len(found) == count - 1
+
+
+async def test_a_replay_process_that_fails_fails_the_replay(settings: Settings) -> None:
+    """A process of a shared replay that cannot do its part is named in the replay's error."""
+    broken = settings.model_copy(update={"kafka_bootstrap": f"127.0.0.1:{free_port()}"})  # nothing listens
+    tp = TopicPartition(settings.threads_topic, 0)
+    progress = Progress(io.StringIO(), 10)
+    with pytest.raises(ReplayFailed, match=r"replay process 0 failed: .*"):
+        await _drain_in_processes(broken, ("sessions",), [tp], {tp: 0}, {tp: 10}, 1, progress, 100)
