@@ -27,6 +27,7 @@ from memlog.settings import Settings
 from projections.mongo_store import mongo_client
 from projections.session import ThreadKey
 from schemas.events import exchange_events
+from streams.sealer import Sealer
 from streams.topics import ensure_topics
 from tests.conftest import base_settings, unique_settings
 from tests.processes import free_port, start_api, start_worker
@@ -70,21 +71,41 @@ async def end_offsets(settings: Settings) -> dict[int, int]:
         await consumer.stop()
 
 
-async def raw_consume_rate(settings: Settings, total: int) -> float:
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        seen = 0
-        started = time.perf_counter()
-        while seen < total:
-            for records in (await consumer.getmany(timeout_ms=2000, max_records=5000)).values():
-                seen += len(records)
-        return seen / (time.perf_counter() - started)
-    finally:
-        await consumer.stop()
+async def consume_rate(
+    settings: Settings,
+    total: int,
+    topics: tuple[str, ...] = ("threads",),
+    *,
+    decode: bool = False,
+    open_sealed: bool = False,
+) -> float:
+    """Events/s consuming `topics` from the start: raw aiokafka (the floor), or with each record
+    Avro-decoded (and opened), the least a replay must do per event."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
+    async with open_services(settings) as services:
+        sealer = Sealer(services.vault, cache_seconds=3600.0)  # as replay keeps keys
+        await consumer.start()
+        try:
+            tps = [TopicPartition(settings.topic(t), p) for t in topics for p in range(settings.partitions)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            seen = 0
+            started = time.perf_counter()
+            while seen < total:
+                for records in (await consumer.getmany(timeout_ms=2000, max_records=20_000)).values():
+                    if decode:
+                        decoded = [services.codec.decode(record.value) for record in records]
+                        if open_sealed:
+                            await sealer.open_many([(d.full_name, d.record) for d in decoded])
+                    seen += len(records)
+            return seen / (time.perf_counter() - started)
+        finally:
+            await consumer.stop()
 
 
 async def wait_applied(settings: Settings, ends: dict[int, int], checkpoints: str) -> float:
@@ -172,7 +193,7 @@ async def run(settings: Settings) -> None:
         f"in {time.perf_counter() - started:.1f}s"
     )
     ends = await end_offsets(settings)
-    raw_rate = await raw_consume_rate(settings, total)
+    raw_rate = await consume_rate(settings, total)
     worker = await asyncio.to_thread(start_worker, settings, LOGS)
     api = await asyncio.to_thread(start_api, settings, LOGS)
     try:

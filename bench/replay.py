@@ -18,9 +18,9 @@ import sys
 import time
 import uuid
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
-from bench.projection import line, on_local_stack
+from bench.projection import consume_rate, line, on_local_stack
 from memlog.services import open_services
 from memlog.settings import Settings
 from schemas.events import (
@@ -33,11 +33,11 @@ from schemas.events import (
     to_record,
 )
 from streams.replay import replay
-from streams.sealer import Sealer
 from streams.topics import ensure_topics
 from streams.worker import PROJECTIONS
 
 SUBJECTS = 2000
+TOPICS = ("threads", "facts", "traces")
 
 
 async def produce(settings: Settings, total: int) -> dict[str, int]:
@@ -107,70 +107,20 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
     return counts
 
 
-async def raw_consume(settings: Settings, total: int) -> float:
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
-        enable_auto_commit=False,
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=64 * 1024 * 1024,
-    )
-    await consumer.start()
-    try:
-        tps = [TopicPartition(settings.topic(t), p) for t in ("threads", "facts", "traces") for p in range(6)]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        seen = 0
-        started = time.perf_counter()
-        while seen < total:
-            for records in (await consumer.getmany(timeout_ms=2000, max_records=20_000)).values():
-                seen += len(records)
-        return seen / (time.perf_counter() - started)
-    finally:
-        await consumer.stop()
-
-
-async def decode_consume(settings: Settings, total: int, open_sealed: bool) -> float:
-    """The same consumption, each record also Avro-decoded (and opened): the least a replay must do per event."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
-        enable_auto_commit=False,
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=64 * 1024 * 1024,
-    )
-    async with open_services(settings) as services:
-        sealer = Sealer(services.vault, cache_seconds=3600.0)  # as replay keeps keys
-        await consumer.start()
-        try:
-            tps = [TopicPartition(settings.topic(t), p) for t in ("threads", "facts", "traces") for p in range(6)]
-            consumer.assign(tps)
-            await consumer.seek_to_beginning(*tps)
-            seen = 0
-            started = time.perf_counter()
-            while seen < total:
-                for records in (await consumer.getmany(timeout_ms=2000, max_records=20_000)).values():
-                    decoded = [services.codec.decode(record.value) for record in records]
-                    if open_sealed:
-                        await sealer.open_many([(d.full_name, d.record) for d in decoded])
-                    seen += len(records)
-            return seen / (time.perf_counter() - started)
-        finally:
-            await consumer.stop()
-
-
 async def run(settings: Settings) -> None:
     total = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     settings = settings.model_copy(update={"privacy_database": f"benchprivacy_{settings.namespace}"})
     await ensure_topics(settings)
     counts = await produce(settings, total)
     produced = sum(counts.values())
-    raw = await raw_consume(settings, produced)
+    raw = await consume_rate(settings, produced, TOPICS)
     print(f"\nreplay of {produced:,} mixed events (events/s; one run, 2 shared cores):")
     line("raw aiokafka consume of the same topics (the floor)", raw, "events/s")
     # what any replay must do per event besides consuming: decode the Avro body, open the sealed fields
-    decode_only = await decode_consume(settings, produced, open_sealed=False)
+    decode_only = await consume_rate(settings, produced, TOPICS, decode=True)
     line("raw consume + Avro decode of every record", decode_only, "events/s")
     print(f"  ratio, consume + decode / raw consume: {decode_only / raw:.4f}", flush=True)
-    decode_open = await decode_consume(settings, produced, open_sealed=True)
+    decode_open = await consume_rate(settings, produced, TOPICS, decode=True, open_sealed=True)
     line("raw consume + Avro decode + AES-GCM open", decode_open, "events/s")
     print(f"  ratio, consume + decode + open / raw consume: {decode_open / raw:.4f}", flush=True)
     runs = sys.argv[2].split(",") if len(sys.argv) > 2 else ["sessions", "facts", "traces", "archives", "all"]

@@ -206,16 +206,16 @@ async def replay(
     async with _rebuild(settings, scoped, projections) as here:
         privacy = here.mongo[settings.privacy_database]
         ledger = MongoLedger(privacy, settings.master_key_bytes())
+        request: dict[str, Any] = {
+            "namespace": target,
+            "previous": previous,
+            "projections": list(projections),
+            "requested_by": requested_by,
+            "workers": workers,
+        }
         try:
             await here.prepare()
-            await ledger.record(
-                "replay-started",
-                namespace=target,
-                previous=previous,
-                projections=list(projections),
-                requested_by=requested_by,
-                workers=workers,
-            )
+            await ledger.record("replay-started", **request)
             await consumer.start()
             partitions = [
                 TopicPartition(topic, p)
@@ -268,16 +268,12 @@ async def replay(
             seconds = time.monotonic() - started
             await ledger.record(
                 "replayed",
-                namespace=target,
-                previous=previous,
-                projections=list(projections),
+                **request,
                 events=events,
                 seconds=round(seconds, 3),
                 switched=switch,
                 skipped_events=sum(skipped.values()),
                 skipped_subjects=len(skipped),
-                requested_by=requested_by,
-                workers=workers,
             )
             dead_letters += here.dead.count
             return ReplayReport(target, previous, events, seconds, switch, dead_letters, skipped, reasons)
