@@ -41,7 +41,7 @@ from memlog.errors import (
 from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
 from memlog.metrics import Metrics
 from memlog.services import Services, open_services
-from memlog.settings import Settings
+from memlog.settings import MAX_REPLAY_WORKERS, Settings
 from projections.archives import ConversationRef, parse_thread
 from projections.position import Position
 from projections.redaction import Redactor
@@ -289,7 +289,10 @@ class ReplayIn(BaseModel):
     since: int | None = Field(default=None, ge=0, description="Epoch ms to start from; default: the beginning.")
     switch: bool = Field(default=True, description="Move reads to the rebuilt namespace when it has caught up.")
     workers: int | None = Field(
-        default=None, ge=1, le=64, description="Processes sharing the partitions; default MEMLOG_REPLAY_WORKERS."
+        default=None,
+        ge=1,
+        le=MAX_REPLAY_WORKERS,
+        description="Processes sharing the partitions; default MEMLOG_REPLAY_WORKERS.",
     )
 
 

@@ -16,7 +16,7 @@ import httpx
 
 from memlog.errors import InvalidEvent, MemlogError
 from memlog.localstack import LocalStack
-from memlog.settings import Settings
+from memlog.settings import MAX_REPLAY_WORKERS, Settings
 
 log = logging.getLogger("memlog")
 
@@ -154,8 +154,8 @@ def _processes(text: str) -> int:
         count = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= count <= 64:
-        raise argparse.ArgumentTypeError(f"{count} processes: choose from 1 to 64")
+    if not 1 <= count <= MAX_REPLAY_WORKERS:
+        raise argparse.ArgumentTypeError(f"{count} processes: choose from 1 to {MAX_REPLAY_WORKERS}")
     return count
 
 

@@ -21,6 +21,7 @@ LOCAL_KAFKA_PORT = 9092
 LOCAL_KAFKA_CONTROLLER_PORT = 9093
 LOCAL_REDIS_PORT = 6379
 LOCAL_MONGO_PORT = 27017
+MAX_REPLAY_WORKERS = 64
 
 
 class Settings(BaseSettings):
@@ -160,7 +161,7 @@ class Settings(BaseSettings):
     replay_workers: int = Field(
         default=1,
         ge=1,
-        le=64,
+        le=MAX_REPLAY_WORKERS,
         description="Processes a replay shares the partitions among (`replay --workers`).",
     )
 

@@ -22,8 +22,8 @@ from projections.mongo_store import mongo_errors
 from projections.sealing import new_data_key, unwrap_key, wrap_key
 
 ACTIVE = "active"
-KEYS_PER_QUERY = 50
 ERASING = "erasing"
+KEYS_PER_QUERY = 50
 
 
 def subject_ref(tenant: str, subject: str) -> str:

@@ -41,7 +41,6 @@ from streams.projector import Projector, Record
 from streams.sealer import Sealer
 from streams.worker import PROJECTIONS, active_namespace, build_projections
 
-SOURCES = {"sessions": "threads", "archives": "threads", "facts": "facts", "traces": "traces"}
 REPORT_EVERY_SECONDS = 0.25
 
 # (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
@@ -134,13 +133,14 @@ class _Rebuild:
 
 
 @contextlib.asynccontextmanager
-async def _rebuild(settings: Settings, scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[_Rebuild]:
-    codec = make_codec(settings)
-    redis = connections.redis_client(settings)
-    mongo = connections.mongo(settings)
+async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[_Rebuild]:
+    """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
+    codec = make_codec(scoped)
+    redis = connections.redis_client(scoped)
+    mongo = connections.mongo(scoped)
     try:
-        privacy = mongo[settings.privacy_database]
-        vault = MongoKeyVault(privacy, settings.master_key_bytes())
+        privacy = mongo[scoped.privacy_database]
+        vault = MongoKeyVault(privacy, scoped.master_key_bytes())
         sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
         dead = DeadLettersCounted()
         built = build_projections(
@@ -155,7 +155,7 @@ async def _rebuild(settings: Settings, scoped: Settings, projections: tuple[str,
         )
         by_topic: dict[str, list[Any]] = {}
         for short, projector in built.projectors:
-            by_topic.setdefault(settings.topic(short), []).append(projector)
+            by_topic.setdefault(scoped.topic(short), []).append(projector)
         yield _Rebuild(by_topic, dead, mongo, built.prepare)
     finally:
         await redis.aclose()
@@ -203,7 +203,7 @@ async def replay(
     events = 0
     dead_letters = 0
     shredded: list[Shredded] = []
-    async with _rebuild(settings, scoped, projections) as here:
+    async with _rebuild(scoped, projections) as here:
         privacy = here.mongo[settings.privacy_database]
         ledger = MongoLedger(privacy, settings.master_key_bytes())
         request: dict[str, Any] = {
@@ -350,7 +350,7 @@ async def _drain_in_processes(
             try:
                 take(await asyncio.to_thread(messages.get, True, 0.5))
             except queues.Empty:
-                _check_alive(processes, results, messages, take, len(groups))
+                _check_alive(processes, results, messages, take)
     finally:
         for process in processes:
             if process.is_alive():
@@ -372,14 +372,13 @@ def _check_alive(
     results: dict[int, dict[str, Any]],
     messages: Any,
     take: Callable[[tuple[str, int, Any]], None],
-    count: int,
 ) -> None:
     """Raise ReplayFailed for a process that exited without saying it was done."""
     gone = [i for i, process in enumerate(processes) if i not in results and not process.is_alive()]
     if not gone:
         return
     with contextlib.suppress(queues.Empty):  # a message may trail its sender's exit
-        while len(results) < count:
+        while len(results) < len(processes):
             take(messages.get(True, 1.0))
     for index in gone:
         if index not in results:
@@ -427,8 +426,7 @@ async def _part(
     batch: int,
     messages: Any,
 ) -> dict[str, Any]:
-    # `scoped` names the target namespace; the source topics do not depend on it
-    async with _rebuild(scoped, scoped, projections) as part:
+    async with _rebuild(scoped, projections) as part:
         consumer = _consumer(scoped)
         await consumer.start()
         try:
