@@ -31,9 +31,10 @@ down: $(STAMP) ## stop the local services memlog started
 status: $(STAMP) ## show the local services
 	$(BIN)/memlog dev status
 
-lint: $(STAMP) ## ruff (lint and format check)
+lint: $(STAMP) ## ruff (lint and format check) and the import-linter floors contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(STAMP) ## apply ruff's formatting and fixes
 	$(BIN)/ruff format .

@@ -17,9 +17,9 @@ from typing import Any
 from pymongo.errors import PyMongoError
 
 from bench.projection import on_local_stack
+from config.settings import Settings
 from memlog.conversations import Conversations
 from memlog.services import open_services
-from memlog.settings import Settings
 from projections.archives import ConversationRef, Entry, index_terms, tokens
 
 ENTRIES = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_ENTRIES", "1000000"))

@@ -21,10 +21,10 @@ import httpx
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from adapters.mongo_store import mongo_client
+from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.services import open_services
-from memlog.settings import Settings
-from projections.mongo_store import mongo_client
 from projections.session import ThreadKey
 from schemas.events import exchange_events
 from streams.sealer import Sealer

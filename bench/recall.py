@@ -15,14 +15,14 @@ from pathlib import Path
 
 import httpx
 
+from adapters.embeddings import LocalMiniLM
 from bench.projection import latencies, on_local_stack
-from memlog.embeddings import LocalMiniLM
+from config.settings import Settings
 from memlog.memory import Memory
 from memlog.services import open_services
-from memlog.settings import Settings
 from projections.facts import Fact, SubjectFacts, index_terms
 from projections.position import Position
-from streams.agents.facts import embedded
+from streams.steps.facts import embedded
 from streams.topics import ensure_topics
 from tests.processes import start_api
 

@@ -21,8 +21,8 @@ import uuid
 from aiokafka import AIOKafkaProducer
 
 from bench.projection import consume_rate, line, on_local_stack
+from config.settings import Settings
 from memlog.services import open_services
-from memlog.settings import Settings
 from schemas.events import (
     Envelope,
     FactRemembered,

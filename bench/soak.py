@@ -25,12 +25,12 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from memlog.connections import kafka_options
-from memlog.errors import LogUnavailable
+from adapters.connections import kafka_options
+from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.services import Services, open_services
-from memlog.settings import Settings
 from projections.session import ThreadKey
+from schemas.errors import LogUnavailable
 from streams.topics import ensure_topics
 from tests.conftest import base_settings, unique_settings
 from tests.processes import MemlogProcess, start_worker

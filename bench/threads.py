@@ -16,13 +16,13 @@ from pathlib import Path
 import httpx
 import redis.asyncio as aioredis
 
+from adapters.summarizers import ExtractiveSummarizer
 from bench.projection import latencies, on_local_stack
+from config.settings import Settings
 from memlog.services import open_services
-from memlog.settings import Settings
 from projections.session import ThreadKey, plan_fold
 from projections.summary import extractive_summary
 from streams.folds import FoldService
-from streams.summarizers import ExtractiveSummarizer
 from streams.topics import ensure_topics
 from tests.processes import start_api, start_worker
 

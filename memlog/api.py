@@ -19,13 +19,23 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.connections import kafka_options
+from adapters.embeddings import make_embedder
+from adapters.summarizers import SummarizerFailed, make_summarizer
+from config.settings import MAX_REPLAY_WORKERS, Settings
 from memlog import privacy
 from memlog.admin import TRACES_PAGE
-from memlog.connections import kafka_options
 from memlog.conversations import Conversations
 from memlog.credentials import Credentials
-from memlog.embeddings import make_embedder
-from memlog.errors import (
+from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
+from memlog.services import Services, open_services
+from projections.archives import ConversationRef, parse_thread
+from projections.ports import Checkpoints
+from projections.position import Position
+from projections.redaction import Redactor
+from projections.session import Session, ThreadKey
+from projections.traces import shape
+from schemas.errors import (
     Conflict,
     Forbidden,
     InvalidEvent,
@@ -38,16 +48,6 @@ from memlog.errors import (
     TargetExists,
     Unauthorized,
 )
-from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
-from memlog.metrics import Metrics
-from memlog.services import Services, open_services
-from memlog.settings import MAX_REPLAY_WORKERS, Settings
-from projections.archives import ConversationRef, parse_thread
-from projections.position import Position
-from projections.redaction import Redactor
-from projections.session import Session, ThreadKey
-from projections.stores import Checkpoints
-from projections.traces import shape
 from schemas.events import (
     AUTOMATION_THREAD,
     MAIN_CONVERSATION,
@@ -66,7 +66,7 @@ from schemas.events import (
     now_ms,
 )
 from streams.folds import FoldService
-from streams.summarizers import SummarizerFailed, make_summarizer
+from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = "2"

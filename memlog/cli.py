@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import httpx
 
-from memlog.errors import InvalidEvent, MemlogError
+from config.settings import MAX_REPLAY_WORKERS, Settings
 from memlog.localstack import LocalStack
-from memlog.settings import MAX_REPLAY_WORKERS, Settings
+from schemas.errors import InvalidEvent, MemlogError
 
 log = logging.getLogger("memlog")
 

@@ -9,7 +9,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from memlog.errors import InvalidEvent, TargetExists
 from projections.archives import (
     EXPORT_PAGE_MAX,
     MAX_NEIGHBOUR_RADIUS,
@@ -29,8 +28,9 @@ from projections.archives import (
     retention_reason,
     tokens,
 )
+from projections.ports import ConversationArchive
 from projections.position import Position
-from projections.stores import ConversationArchive
+from schemas.errors import InvalidEvent, TargetExists
 from schemas.events import (
     AUTOMATION_THREAD,
     MAIN_CONVERSATION,

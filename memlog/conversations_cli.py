@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from adapters.summarizers import make_summarizer
+from config.settings import Settings
 from memlog.conversations import Conversations
-from memlog.errors import InvalidEvent, NothingToDo
 from memlog.services import open_services
-from memlog.settings import Settings
 from projections.archives import ConversationRef, parse_thread
 from projections.session import ThreadKey
+from schemas.errors import InvalidEvent, NothingToDo
 from schemas.events import MAIN_CONVERSATION, check_name, now_ms
 from streams.folds import FoldService
-from streams.summarizers import make_summarizer
 
 
 def _flag(value: str | None) -> bool | None:

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memlog.errors import Forbidden, ServiceSetupError, Unauthorized
-from memlog.settings import Settings
+from config.settings import Settings
+from schemas.errors import Forbidden, ServiceSetupError, Unauthorized
 
 
 @dataclass(frozen=True)

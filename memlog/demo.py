@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from memlog.errors import MemlogError
-from memlog.settings import Settings
+from config.settings import Settings
+from schemas.errors import MemlogError
 from schemas.events import now_ms
 
 

@@ -22,8 +22,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlog.errors import ServiceSetupError
-from memlog.settings import Settings
+from config.settings import Settings
+from schemas.errors import ServiceSetupError
 
 log = logging.getLogger(__name__)
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"

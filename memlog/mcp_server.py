@@ -13,10 +13,10 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from memlog.embeddings import make_embedder
+from adapters.embeddings import make_embedder
+from config.settings import Settings
 from memlog.memory import Memory
 from memlog.services import open_services
-from memlog.settings import Settings
 
 
 class _Opened:

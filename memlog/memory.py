@@ -6,11 +6,11 @@ import json
 import uuid
 from typing import Any
 
-from memlog.embeddings import Embedder, EmbeddingFailed
-from memlog.errors import InvalidEvent
+from adapters.embeddings import Embedder, EmbeddingFailed
 from projections.facts import Fact, FactPolicy, Recalled, SubjectFacts, cosine, recall
+from projections.ports import FactStore
 from projections.position import Position
-from projections.stores import FactStore
+from schemas.errors import InvalidEvent
 from schemas.events import (
     FACT_SCOPES,
     SESSION_THREAD,

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from config.settings import Settings
 from memlog import privacy
-from memlog.errors import InvalidEvent, NotCaughtUp
 from memlog.services import Services, open_services
-from memlog.settings import Settings
 from projections.position import Position
+from schemas.errors import InvalidEvent, NotCaughtUp
 
 CLI_OPERATOR = "cli"
 

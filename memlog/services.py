@@ -1,4 +1,4 @@
-"""Opens the clients and stores a process needs, from the settings, and closes them."""
+"""The composition root: opens the clients, stores and producer a process needs, and closes them."""
 
 from __future__ import annotations
 
@@ -11,79 +11,16 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memlog import connections
-from memlog.settings import Settings
-from projections.mongo_archives import MongoConversationArchive, MongoIdempotency
-from projections.mongo_store import (
-    MongoArchiveStore,
-    MongoCheckpoints,
-    MongoFactStore,
-    MongoTraceStore,
-    mongo_errors,
-)
-from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
-from projections.redis_store import RedisCounters, RedisSessionStore
-from schemas.catalog import Catalog
-from schemas.codec import Codec, SchemaRegistry
-from schemas.registry import HttpSchemaRegistry
+from adapters import connections
+from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
+from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, NamespacePointer
+from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
+from adapters.redis_store import RedisCounters, RedisSessionStore
+from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from config.settings import Settings
+from schemas.codec import Codec
 from streams.producer import EventProducer
 from streams.sealer import Sealer
-
-
-@dataclass(frozen=True)
-class Stores:
-    """The projection stores of one namespace (a Redis key prefix and a MongoDB database)."""
-
-    namespace: str
-    database: AsyncDatabase[dict[str, Any]]
-    sessions: RedisSessionStore
-    counters: RedisCounters
-    archive: MongoArchiveStore
-    archive_checkpoints: MongoCheckpoints
-    facts: MongoFactStore
-    fact_activity: MongoCheckpoints
-    traces: MongoTraceStore
-    privacy: MongoCheckpoints  # the privacy agent's applied offsets
-    conversations: MongoConversationArchive
-    idempotency: MongoIdempotency
-
-
-def open_stores(
-    settings: Settings, redis: aioredis.Redis, mongo: AsyncMongoClient[dict[str, Any]], namespace: str
-) -> Stores:
-    scoped = settings.model_copy(update={"namespace": namespace})
-    database = mongo[scoped.mongo_db_name]
-    return Stores(
-        namespace=namespace,
-        database=database,
-        sessions=RedisSessionStore(redis, scoped.redis_prefix),
-        counters=RedisCounters(redis, scoped.redis_prefix),
-        archive=MongoArchiveStore(database),
-        archive_checkpoints=MongoCheckpoints(database, "archive"),
-        facts=MongoFactStore(database),
-        fact_activity=MongoCheckpoints(database, "facts-activity"),
-        traces=MongoTraceStore(database),
-        privacy=MongoCheckpoints(database, "privacy"),
-        conversations=MongoConversationArchive(database),
-        idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
-    )
-
-
-class NamespacePointer:
-    """Which namespace reads and workers use, per app id; `memlog replay` moves it once a rebuild is done."""
-
-    def __init__(self, privacy: AsyncDatabase[dict[str, Any]], app_id: str) -> None:
-        self._namespaces = privacy["namespaces"]
-        self._app_id = app_id
-
-    async def active(self) -> str | None:
-        with mongo_errors():
-            doc = await self._namespaces.find_one({"_id": self._app_id})
-        return None if doc is None else str(doc["namespace"])
-
-    async def switch(self, namespace: str, **info: Any) -> None:
-        with mongo_errors():
-            await self._namespaces.replace_one({"_id": self._app_id}, {"namespace": namespace, **info}, upsert=True)
 
 
 @dataclass
@@ -159,32 +96,23 @@ class Services:
         return True
 
 
-def make_codec(settings: Settings) -> Codec:
-    registry: SchemaRegistry | None = None
-    if settings.schema_registry_url:
-        registry = HttpSchemaRegistry(settings.schema_registry_url)
-    return Codec(Catalog(), registry)
-
-
 @asynccontextmanager
 async def open_services(settings: Settings, *, producer: bool = False) -> AsyncIterator[Services]:
-    master = settings.master_key_bytes()
     codec = make_codec(settings)
     redis = connections.redis_client(settings)
     mongo = connections.mongo(settings)
-    privacy = mongo[settings.privacy_database]
-    vault = MongoKeyVault(privacy, master)
+    shared = open_privacy(settings, mongo)
     services = Services(
         settings=settings,
         codec=codec,
         redis=redis,
         mongo=mongo,
-        privacy=privacy,
-        vault=vault,
-        ledger=MongoLedger(privacy, master),
-        exports=MongoExports(privacy),
-        sealer=Sealer(vault, settings.key_cache_seconds),
-        pointer=NamespacePointer(privacy, settings.app_id),
+        privacy=shared.database,
+        vault=shared.vault,
+        ledger=shared.ledger,
+        exports=shared.exports,
+        sealer=Sealer(shared.vault, settings.key_cache_seconds),
+        pointer=shared.pointer,
         current=open_stores(settings, redis, mongo, settings.namespace),
     )
     try:

@@ -12,10 +12,10 @@ from typing import Any
 import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 
-from memlog import connections
-from memlog.settings import Settings
-from projections.mongo_store import mongo_errors
-from projections.redis_store import redis_errors
+from adapters import connections
+from adapters.mongo_store import mongo_errors
+from adapters.redis_store import redis_errors
+from config.settings import Settings
 
 COLLECTIONS = ("archive", "entries", "conversations", "facts", "traces", "applied")
 MAX_SHOWN = 200

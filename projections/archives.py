@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from memlog.errors import InvalidEvent
 from projections.position import Position
+from schemas.errors import InvalidEvent
 from schemas.events import (
     AUTOMATION_THREAD,
     MAIN_CONVERSATION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memlog.errors import InvalidEvent
+from schemas.errors import InvalidEvent
 
 _TOKEN = re.compile(r"^(?P<topic>[a-z]+)\.(?P<partition>\d{1,6})\.(?P<offset>\d{1,19})$")
 

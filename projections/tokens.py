@@ -7,7 +7,7 @@ from pathlib import Path
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
-from memlog.errors import ServiceSetupError
+from schemas.errors import ServiceSetupError
 
 # cl100k_base's split pattern and special tokens, for a .tiktoken file given by path.
 _CL100K_PATTERN = "".join(

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from memlog.errors import UnknownSchema
+from schemas.errors import UnknownSchema
 
 AVRO_DIR = Path(__file__).parent / "avro"
 HISTORY_DIR = AVRO_DIR / "history"

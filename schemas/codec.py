@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from fastavro import schemaless_reader, schemaless_writer
 
-from memlog.errors import DecodeError, InvalidEvent, UnknownSchema
 from schemas.catalog import Catalog, SchemaVersion, version_of
+from schemas.errors import DecodeError, InvalidEvent, UnknownSchema
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = 0

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from memlog.errors import InvalidEvent
+from schemas.errors import InvalidEvent
 
 Channel = Literal["v1", "v2", "askx"]
 CHANNELS: tuple[str, ...] = ("v1", "v2", "askx")

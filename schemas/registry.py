@@ -6,7 +6,7 @@ import json
 
 import httpx
 
-from memlog.errors import LogUnavailable, UnknownSchema
+from schemas.errors import LogUnavailable, UnknownSchema
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 

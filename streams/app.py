@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import faust
 
-from memlog.connections import faust_credentials
-from memlog.settings import Settings
+from adapters.connections import faust_credentials
+from config.settings import Settings
 
 
 def create_app(settings: Settings) -> faust.App:

@@ -13,14 +13,14 @@ import time
 import uuid
 from dataclasses import replace
 
-from memlog.errors import LogUnavailable, StoreUnavailable
-from memlog.metrics import Metrics
+from adapters.summarizers import Summarizer, SummarizerFailed
+from projections.ports import SessionStore
 from projections.position import Position
 from projections.session import ThreadKey, ThreadPolicy, plan_fold
-from projections.stores import SessionStore
+from schemas.errors import LogUnavailable, StoreUnavailable
 from schemas.events import AUTOMATION_THREAD, SESSION_THREAD, Envelope, ThreadFolded, now_ms
+from streams.metrics import Metrics
 from streams.producer import EventProducer
-from streams.summarizers import Summarizer, SummarizerFailed
 
 log = logging.getLogger(__name__)
 

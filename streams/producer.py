@@ -19,13 +19,13 @@ from aiokafka.errors import (
 )
 from aiokafka.partitioner import DefaultPartitioner
 
-from memlog.connections import kafka_options
-from memlog.errors import InvalidEvent, LogUnavailable
-from memlog.settings import Settings
+from adapters.connections import kafka_options
+from config.settings import Settings
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import redact_run, sampled
 from schemas.codec import Codec
+from schemas.errors import InvalidEvent, LogUnavailable
 from schemas.events import (
     FACT_EVENTS,
     PRIVACY_EVENTS,

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from memlog.errors import DecodeError, InvalidEvent, LogUnavailable, Shredded, StoreUnavailable
-from memlog.metrics import Metrics
+from projections.ports import Checkpoints
 from projections.position import Position
 from projections.sealing import sealed_key_id
-from projections.stores import Checkpoints
 from schemas.codec import Codec, Decoded
+from schemas.errors import DecodeError, InvalidEvent, LogUnavailable, Shredded, StoreUnavailable
 from schemas.events import Event, from_record, now_ms
+from streams.metrics import Metrics
 from streams.sealer import Sealer
 
 log = logging.getLogger(__name__)

@@ -31,12 +31,11 @@ from typing import Any, Protocol, TextIO
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from memlog import connections
-from memlog.errors import MemlogError
-from memlog.metrics import Metrics
-from memlog.services import NamespacePointer, make_codec
-from memlog.settings import Settings
-from projections.privacy_store import MongoKeyVault, MongoLedger
+from adapters import connections
+from adapters.wiring import make_codec, open_privacy, open_stores
+from config.settings import Settings
+from schemas.errors import MemlogError
+from streams.metrics import Metrics
 from streams.projector import Projector, Record
 from streams.sealer import Sealer
 from streams.worker import PROJECTIONS, active_namespace, build_projections
@@ -139,16 +138,14 @@ async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncItera
     redis = connections.redis_client(scoped)
     mongo = connections.mongo(scoped)
     try:
-        privacy = mongo[scoped.privacy_database]
-        vault = MongoKeyVault(privacy, scoped.master_key_bytes())
+        vault = open_privacy(scoped, mongo).vault
         sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
         dead = DeadLettersCounted()
         built = build_projections(
             scoped,
             codec=codec,
             sealer=sealer,
-            redis=redis,
-            database=mongo[scoped.mongo_db_name],
+            stores=open_stores(scoped, redis, mongo, scoped.namespace),
             dead_letters=dead,
             metrics=Metrics(),
             which=projections,
@@ -204,8 +201,8 @@ async def replay(
     dead_letters = 0
     shredded: list[Shredded] = []
     async with _rebuild(scoped, projections) as here:
-        privacy = here.mongo[settings.privacy_database]
-        ledger = MongoLedger(privacy, settings.master_key_bytes())
+        shared = open_privacy(settings, here.mongo)
+        ledger = shared.ledger
         request: dict[str, Any] = {
             "namespace": target,
             "previous": previous,
@@ -253,7 +250,7 @@ async def replay(
             progress.update(events, final=True)
             if switch:
                 await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
-                await NamespacePointer(privacy, settings.app_id).switch(
+                await shared.pointer.switch(
                     target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
                 )
             skipped = _skipped([here.shredded(), *shredded])

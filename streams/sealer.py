@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from memlog.errors import DecodeError, Shredded
 from projections.sealing import SealError, needs_seal, open_sealed, seal, sealed_key_id
+from schemas.errors import DecodeError, Shredded
 
 
 class KeyVault(Protocol):

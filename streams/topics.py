@@ -10,9 +10,9 @@ import time
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from memlog.connections import kafka_options
-from memlog.errors import LogUnavailable
-from memlog.settings import Settings
+from adapters.connections import kafka_options
+from config.settings import Settings
+from schemas.errors import LogUnavailable
 
 log = logging.getLogger(__name__)
 

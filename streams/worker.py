@@ -15,40 +15,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import faust
-import redis.asyncio as aioredis
 from aiokafka.errors import KafkaError
-from pymongo.asynchronous.database import AsyncDatabase
 
-from memlog import connections
-from memlog.embeddings import make_embedder
-from memlog.errors import LogUnavailable, StoreUnavailable
-from memlog.metrics import Metrics
-from memlog.privacy import SubjectData
-from memlog.services import NamespacePointer, make_codec
-from memlog.settings import Settings
-from projections.mongo_archives import MongoConversationArchive, MongoIdempotency
-from projections.mongo_store import (
-    MongoArchiveStore,
-    MongoCheckpoints,
-    MongoFactStore,
-    MongoTraceStore,
-)
-from projections.privacy_store import MongoExports, MongoKeyVault, MongoLedger
-from projections.redis_store import RedisCounters, RedisSessionStore
+from adapters import connections
+from adapters.embeddings import make_embedder
+from adapters.redis_store import RedisSessionStore
+from adapters.summarizers import make_summarizer
+from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from config.settings import Settings
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
+from schemas.errors import LogUnavailable, StoreUnavailable
 from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVENTS
-from streams.agents.archive import ArchiveStep
-from streams.agents.facts import FactActivityStep, FactStep
-from streams.agents.privacy import PrivacyStep
-from streams.agents.sessions import SessionStep
-from streams.agents.traces import TraceStep
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
+from streams.metrics import Metrics
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
 from streams.sealer import Sealer
-from streams.summarizers import make_summarizer
+from streams.steps.archive import ArchiveStep
+from streams.steps.facts import FactActivityStep, FactStep
+from streams.steps.privacy import PrivacyStep, SubjectData
+from streams.steps.sessions import SessionStep
+from streams.steps.traces import TraceStep
 from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -84,20 +73,16 @@ def build_projections(
     *,
     codec: Codec,
     sealer: Sealer,
-    redis: aioredis.Redis,
-    database: AsyncDatabase[dict[str, Any]],
+    stores: Stores,
     dead_letters: DeadLetterSink,
     metrics: Metrics,
     which: tuple[str, ...] = PROJECTIONS,
     request_fold: Callable[[Any], None] | None = None,
 ) -> Built:
     """The projectors for `which` (sessions, archives, facts, traces), writing into `settings.namespace`."""
-    counters = RedisCounters(redis, settings.redis_prefix)
-    sessions = RedisSessionStore(redis, settings.redis_prefix)
-    archive = MongoArchiveStore(database)
-    facts = MongoFactStore(database)
-    traces = MongoTraceStore(database)
-    conversations = MongoConversationArchive(database)
+    counters = stores.counters
+    sessions = stores.sessions
+    facts = stores.facts
     out: list[tuple[str, Projector[Any]]] = []
 
     def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Any) -> None:
@@ -119,9 +104,10 @@ def build_projections(
     if "facts" in which:
         fact_policy = settings.fact_policy()
         add("facts", "facts", FACT_EVENTS, FactStep(facts, fact_policy, make_embedder(settings)), facts)
-        activity = MongoCheckpoints(database, "facts-activity")
+        activity = stores.fact_activity
         add("facts-activity", "threads", THREAD_EVENTS, FactActivityStep(facts, activity, fact_policy), activity)
     if "traces" in which:
+        traces = stores.traces
         add("traces", "traces", TRACE_EVENTS, TraceStep(traces, settings.redactor(), settings.trace_days), traces)
     if "sessions" in which:
         count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
@@ -130,17 +116,13 @@ def build_projections(
         )
         add("sessions", "threads", THREAD_EVENTS, step, sessions)
     if "archives" in which:
-        archive_checkpoints = MongoCheckpoints(database, "archive")
-        archiving = ArchiveStep(archive, archive_checkpoints, conversations, fork_entries=settings.fork_entries)
+        archive_checkpoints = stores.archive_checkpoints
+        archiving = ArchiveStep(
+            stores.archive, archive_checkpoints, stores.conversations, fork_entries=settings.fork_entries
+        )
         add("archive", "threads", THREAD_EVENTS, archiving, archive_checkpoints)
 
-    async def prepare() -> None:
-        await archive.prepare()
-        await conversations.prepare()
-        await facts.prepare()
-        await traces.prepare()
-
-    return Built(out, sessions, prepare)
+    return Built(out, sessions, stores.prepare)
 
 
 def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: Settings) -> None:
@@ -168,21 +150,16 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     metrics = Metrics()
     redis = connections.redis_client(settings)
     mongo = connections.mongo(settings)
-    database = mongo[settings.mongo_db_name]
-    privacy = mongo[settings.privacy_database]
-    master = settings.master_key_bytes()
-    vault = MongoKeyVault(privacy, master)
-    sealer = Sealer(vault, settings.key_cache_seconds)
-    ledger = MongoLedger(privacy, master)
-    exports = MongoExports(privacy)
-    pointer = NamespacePointer(privacy, base.app_id)
+    stores = open_stores(settings, redis, mongo, settings.namespace)
+    shared = open_privacy(base, mongo)
+    sealer = Sealer(shared.vault, settings.key_cache_seconds)
 
     def raw_topic(name: str) -> Any:
         return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
 
     dead_letters = FaustDeadLetters(raw_topic(settings.deadletter_topic))
     producer = EventProducer(settings, codec, sealer=sealer, idempotence=settings.idempotent_producer)
-    sessions = RedisSessionStore(redis, settings.redis_prefix)
+    sessions = stores.sessions
     folds = FoldScheduler(
         FoldService(
             sessions, producer, make_summarizer(settings), settings.thread_policy(), settings.producer_name, metrics
@@ -193,8 +170,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         settings,
         codec=codec,
         sealer=sealer,
-        redis=redis,
-        database=database,
+        stores=stores,
         dead_letters=dead_letters,
         metrics=metrics,
         request_fold=folds.request if settings.fold_agent else None,
@@ -204,17 +180,17 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         subscribe(app, topics[short], projector, settings)
     data = SubjectData(
         sessions=sessions,
-        facts=MongoFactStore(database),
-        traces=MongoTraceStore(database),
-        archive=MongoArchiveStore(database),
-        conversations=MongoConversationArchive(database),
-        idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
-        exports=exports,
-        vault=vault,
-        ledger=ledger,
+        facts=stores.facts,
+        traces=stores.traces,
+        archive=stores.archive,
+        conversations=stores.conversations,
+        idempotency=stores.idempotency,
+        exports=shared.exports,
+        vault=shared.vault,
+        ledger=shared.ledger,
         sealer=sealer,
     )
-    privacy_checkpoints = MongoCheckpoints(database, "privacy")
+    privacy_checkpoints = stores.privacy
     privacy_projector: Projector[Any] = Projector(
         name="privacy",
         topic="privacy",
@@ -224,7 +200,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         step=PrivacyStep(data, privacy_checkpoints, metrics),
         checkpoints=privacy_checkpoints,
         dead_letters=dead_letters,
-        counter=RedisCounters(redis, settings.redis_prefix),
+        counter=stores.counters,
         metrics=metrics,
         sealer=sealer,
     )
@@ -234,7 +210,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     async def follow_pointer() -> None:
         """A replay that finished moved the pointer: start again in the new namespace (same pid)."""
         try:
-            active = await pointer.active() or base.namespace
+            active = await shared.pointer.active() or base.namespace
         except StoreUnavailable as exc:  # MongoDB is away: keep going, look again on the next tick
             log.debug("namespace pointer unreadable: %s", exc)
             return
@@ -244,9 +220,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
 
     async def prepare() -> None:
         await built.prepare()
-        await vault.prepare()
-        await ledger.prepare()
-        await exports.prepare()
+        await shared.prepare()
         await producer.start()
         if settings.worker_metrics_port is not None:
             metrics.serve(settings.worker_metrics_port, settings.metrics_host)
@@ -271,6 +245,6 @@ def run_worker(settings: Settings) -> None:
 async def active_namespace(settings: Settings) -> str:
     mongo = connections.mongo(settings)
     try:
-        return await NamespacePointer(mongo[settings.privacy_database], settings.app_id).active() or settings.namespace
+        return await open_privacy(settings, mongo).pointer.active() or settings.namespace
     finally:
         await mongo.close()

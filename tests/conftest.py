@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.services import Services, open_services
-from memlog.settings import Settings
 from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
 

@@ -15,7 +15,7 @@ from typing import IO
 import httpx
 from pydantic import SecretStr
 
-from memlog.settings import Settings
+from config.settings import Settings
 
 READY_TIMEOUT = 90.0
 

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlog.errors import InvalidEvent
 from projections.archives import (
     DAY_MS,
     ConversationMeta,
@@ -23,6 +22,7 @@ from projections.archives import (
     rank,
     retention_reason,
 )
+from schemas.errors import InvalidEvent
 
 
 def _entry(seq: int, text: str, conversation: str = "main") -> Entry:

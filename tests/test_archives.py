@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memlog.settings import Settings
+from config.settings import Settings
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.processes import MemlogProcess, free_port, settings_env, start_api, start_worker

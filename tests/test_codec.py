@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from memlog.errors import DecodeError, InvalidEvent, UnknownSchema
 from schemas.catalog import Catalog
 from schemas.codec import SINGLE_OBJECT_MAGIC, Codec
+from schemas.errors import DecodeError, InvalidEvent, UnknownSchema
 from schemas.events import ThreadEvent, from_record, millis, to_record
 from tests.strategies import thread_events
 

@@ -14,11 +14,11 @@ import pytest
 from pydantic import ValidationError
 from redis.asyncio.connection import SSLConnection
 
-from memlog.connections import faust_credentials, kafka_options, mongo_options, redis_client, redis_options
-from memlog.errors import ServiceSetupError, StoreUnavailable
+from adapters.connections import faust_credentials, kafka_options, mongo_options, redis_client, redis_options
+from adapters.redis_store import RedisSessionStore
+from config.settings import Settings
 from memlog.localstack import port_open
-from memlog.settings import Settings
-from projections.redis_store import RedisSessionStore
+from schemas.errors import ServiceSetupError, StoreUnavailable
 from tests.processes import free_port
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memlog.settings import Settings
+from config.settings import Settings
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.processes import free_port, start_api, start_worker

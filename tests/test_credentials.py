@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memlog.settings import Settings
+from config.settings import Settings
 from tests.conftest import unique_settings
 from tests.processes import MemlogProcess, free_port, start_api
 

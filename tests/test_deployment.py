@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.settings import Settings
+from config.settings import Settings
 
 COMPOSE = (Path(__file__).resolve().parent.parent / "docker-compose.yml").read_text()
 
@@ -78,7 +78,7 @@ def test_the_configmap_holds_every_setting_but_the_secrets_and_workers_stop_at_t
 def test_the_grafana_dashboard_charts_only_metrics_memlog_exports() -> None:
     import json
 
-    from memlog.metrics import Metrics
+    from streams.metrics import Metrics
 
     dashboard = json.loads((K8S.parent.parent / "grafana" / "memlog.json").read_text())
     exported = {sample.name for family in Metrics().registry.collect() for sample in family.samples}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memlog.embeddings import LocalMiniLM, OpenAIEmbeddings
+from adapters.embeddings import LocalMiniLM, OpenAIEmbeddings
 from projections.facts import cosine
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text())
@@ -50,7 +50,7 @@ def test_the_tokenizer_folds_accents_and_truncates_at_256(model: LocalMiniLM) ->
 
 async def test_facts_embedded_by_another_model_are_embedded_again(model: LocalMiniLM) -> None:
     from projections.facts import Fact, SubjectFacts
-    from streams.agents.facts import embedded
+    from streams.steps.facts import embedded
 
     old = Fact("f1", "shared", None, "I prefer short answers", "subject", 1, 1, (), (0.5, 0.5), "old-model")
     fresh = Fact("f2", "shared", None, "my dog is called Rex", "subject", 1, 1)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from memlog.settings import Settings
+from config.settings import Settings
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import now_ms

@@ -25,11 +25,11 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from memlog.errors import LogUnavailable, StoreUnavailable
+from adapters.mongo_store import MongoCheckpoints, mongo_client
+from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.services import open_services
-from memlog.settings import Settings
-from projections.mongo_store import MongoCheckpoints, mongo_client
+from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings

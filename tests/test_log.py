@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from config.settings import Settings
 from memlog.services import Services
-from memlog.settings import Settings
 from schemas.events import exchange_events, from_record, record_key
 from streams.topics import ensure_topics
 

@@ -20,10 +20,10 @@ import pytest
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from adapters.mongo_privacy import KEYS_PER_QUERY
+from adapters.mongo_store import mongo_client
+from config.settings import Settings
 from memlog.services import open_services
-from memlog.settings import Settings
-from projections.mongo_store import mongo_client
-from projections.privacy_store import KEYS_PER_QUERY
 from projections.sealing import SealError, open_sealed
 from schemas.events import now_ms
 from streams.replay import Progress, ReplayFailed, _drain_in_processes

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.embeddings import LocalMiniLM
+from adapters.embeddings import LocalMiniLM
 from projections.facts import Fact, SubjectFacts, cosine, index_terms, recall
 
 DATA = json.loads((Path(__file__).parent / "fixtures" / "recall_eval.json").read_text())

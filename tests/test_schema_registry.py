@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from config.settings import Settings
 from memlog.localstack import SchemaRegistry
 from memlog.services import make_codec
-from memlog.settings import Settings
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import exchange_events, from_record, to_record

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlog.errors import InvalidEvent
-from projections.memory import MemorySessionStore
+from adapters.memory import MemorySessionStore
 from projections.position import Position
 from projections.session import (
     Exchange,
@@ -28,6 +27,7 @@ from projections.session import (
 )
 from projections.summary import extractive_summary
 from projections.tokens import TokenCounter
+from schemas.errors import InvalidEvent
 from schemas.events import (
     AnswerGiven,
     Envelope,

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from memlog.settings import Settings
+from config.settings import Settings
 from projections.tokens import TokenCounter
 from schemas.events import now_ms
 from streams.topics import ensure_topics

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from config.settings import Settings
 from memlog.services import open_services
-from memlog.settings import Settings
 from projections.traces import sampled
 from schemas.events import now_ms
 from streams.topics import ensure_topics

@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from memlog.settings import Settings
-from projections.memory import MemoryArchiveStore
-from projections.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from adapters.memory import MemoryArchiveStore
+from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from config.settings import Settings
+from projections.ports import ArchivedEvent, ArchiveStore
 from projections.position import Position
-from projections.stores import ArchivedEvent, ArchiveStore
 
 
 def _event(offset: int, subject: str = "ann", tenant: str = "castle", partition: int = 0) -> ArchivedEvent:

@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from memlog.settings import Settings
+from adapters.memory import MemoryConversationArchive
+from adapters.mongo_archives import MongoConversationArchive
+from adapters.mongo_store import mongo_client
+from config.settings import Settings
 from projections.archives import NEVER, ConversationRef, plan_archive
-from projections.memory import MemoryConversationArchive
-from projections.mongo_archives import MongoConversationArchive
-from projections.mongo_store import mongo_client
+from projections.ports import ConversationArchive
 from projections.position import Position
-from projections.stores import ConversationArchive
 from schemas.events import (
     AnswerGiven,
     Envelope,

@@ -6,12 +6,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from memlog.settings import Settings
+from adapters.memory import MemoryFactStore
+from adapters.mongo_store import MongoFactStore, mongo_client
+from config.settings import Settings
 from projections.facts import Fact, SubjectFacts
-from projections.memory import MemoryFactStore
-from projections.mongo_store import MongoFactStore, mongo_client
+from projections.ports import FactStore
 from projections.position import Position
-from projections.stores import FactStore
 
 T0 = 1_795_000_000_000
 

@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from memlog.settings import Settings
-from projections.memory import MemorySessionStore
+from adapters.memory import MemorySessionStore
+from adapters.redis_store import RedisSessionStore
+from config.settings import Settings
+from projections.ports import SessionStore, ThreadKey
 from projections.position import Position
-from projections.redis_store import RedisSessionStore
 from projections.session import Exchange, SessionChange, SessionHead, SessionWrite, ThreadPolicy, apply_event
-from projections.stores import SessionStore, ThreadKey
 from projections.tokens import TokenCounter
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
-from streams.agents.sessions import SessionStep
+from streams.steps.sessions import SessionStep
 
 TTL = 3_600_000
 KEY = ThreadKey.session("castle", "ann")

@@ -9,11 +9,11 @@ from typing import Protocol
 
 import httpx
 
-from memlog.errors import MemlogError, ServiceSetupError
-from memlog.openai_compat import openai_client
-from memlog.settings import Settings
+from adapters.openai_compat import openai_client
+from config.settings import Settings
 from projections.session import Exchange
 from projections.summary import extractive_summary
+from schemas.errors import MemlogError, ServiceSetupError
 
 log = logging.getLogger(__name__)
 

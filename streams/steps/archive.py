@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from projections.archives import FORK_ENTRIES, plan_archive
+from projections.ports import ArchivedEvent, ArchiveStore, Checkpoints, ConversationArchive
 from projections.position import Position
-from projections.stores import ArchivedEvent, ArchiveStore, Checkpoints, ConversationArchive
 from schemas.events import ThreadEvent, to_record
 from streams.projector import advance_past
 

@@ -16,6 +16,7 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
 from projections.archives import (
     NEVER,
     ArchiveGeneration,
@@ -35,7 +36,6 @@ from projections.archives import (
     meta_after_entry,
     neighbours_of,
 )
-from projections.mongo_store import DUPLICATE_KEY, mongo_errors
 from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
 
 

@@ -17,9 +17,9 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from memlog.errors import StoreUnavailable, SubjectErasing
-from projections.mongo_store import mongo_errors
+from adapters.mongo_store import mongo_errors
 from projections.sealing import new_data_key, unwrap_key, wrap_key
+from schemas.errors import StoreUnavailable, SubjectErasing
 
 ACTIVE = "active"
 ERASING = "erasing"
@@ -200,3 +200,20 @@ class MongoExports:
         with mongo_errors():
             result = await self._exports.delete_many({"tenant": tenant, "subject": subject})
         return int(result.deleted_count)
+
+
+class NamespacePointer:
+    """Which namespace reads and workers use, per app id; `memlog replay` moves it once a rebuild is done."""
+
+    def __init__(self, privacy: AsyncDatabase[dict[str, Any]], app_id: str) -> None:
+        self._namespaces = privacy["namespaces"]
+        self._app_id = app_id
+
+    async def active(self) -> str | None:
+        with mongo_errors():
+            doc = await self._namespaces.find_one({"_id": self._app_id})
+        return None if doc is None else str(doc["namespace"])
+
+    async def switch(self, namespace: str, **info: Any) -> None:
+        with mongo_errors():
+            await self._namespaces.replace_one({"_id": self._app_id}, {"namespace": namespace, **info}, upsert=True)

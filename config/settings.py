@@ -10,11 +10,11 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memlog.errors import ServiceSetupError
 from projections.archives import RetentionPolicy
 from projections.facts import FactPolicy
 from projections.redaction import Redactor
 from projections.session import ThreadPolicy
+from schemas.errors import ServiceSetupError
 
 # Local stack defaults (loopback only).
 LOCAL_KAFKA_PORT = 9092

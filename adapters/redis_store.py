@@ -10,9 +10,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from memlog.errors import StoreUnavailable
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
+from schemas.errors import StoreUnavailable
 from schemas.events import AUTOMATION_THREAD
 
 # KEYS: head, exchanges (hash id -> JSON), order (list of ids)

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from memlog.errors import MemlogError, ServiceSetupError
-from memlog.openai_compat import openai_client
-from memlog.settings import Settings
+from adapters.openai_compat import openai_client
+from config.settings import Settings
+from schemas.errors import MemlogError, ServiceSetupError
 
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
 

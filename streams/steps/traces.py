@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from projections.mongo_store import MongoTraceStore
+from adapters.mongo_store import MongoTraceStore
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import trace_document

@@ -17,9 +17,9 @@ from pydantic import SecretStr
 from pymongo import AsyncMongoClient
 from redis.asyncio.connection import ConnectionPool, SSLConnection, parse_url
 
-from memlog.errors import ServiceSetupError
-from memlog.settings import Settings
-from projections.mongo_store import mongo_client
+from adapters.mongo_store import mongo_client
+from config.settings import Settings
+from schemas.errors import ServiceSetupError
 
 REDIS_SOCKET_TIMEOUT_SECONDS = 10
 REDIS_CONNECT_TIMEOUT_SECONDS = 5

@@ -6,10 +6,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memlog.embeddings import Embedder, EmbeddingFailed
+from adapters.embeddings import Embedder, EmbeddingFailed
 from projections.facts import FactPolicy, FactRefused, SubjectFacts, apply_fact_event
+from projections.ports import Checkpoints, FactStore
 from projections.position import Position
-from projections.stores import Checkpoints, FactStore
 from schemas.events import SESSION_THREAD, FactEvent, QuestionAsked, ThreadEvent
 from streams.projector import advance_past
 

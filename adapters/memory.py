@@ -25,9 +25,9 @@ from projections.archives import (
     neighbours_of,
 )
 from projections.facts import FactPolicy, SubjectFacts, questioned
+from projections.ports import ArchivedEvent
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionWrite, ThreadKey, after
-from projections.stores import ArchivedEvent
 from schemas.events import MAIN_CONVERSATION
 
 

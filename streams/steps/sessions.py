@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from projections.ports import SessionStore
 from projections.position import Position
 from projections.session import (
     ThreadKey,
@@ -14,7 +15,6 @@ from projections.session import (
     plan_batch,
     thread_key,
 )
-from projections.stores import SessionStore
 from schemas.events import ThreadEvent, now_ms
 
 

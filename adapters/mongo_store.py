@@ -11,10 +11,10 @@ from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, PyMongoError
 
-from memlog.errors import StoreUnavailable
 from projections.facts import Fact, SubjectFacts
+from projections.ports import ArchivedEvent
 from projections.position import Position
-from projections.stores import ArchivedEvent
+from schemas.errors import StoreUnavailable
 
 DUPLICATE_KEY = 11000
 

@@ -1,0 +1,1 @@
+"""Store adapters: the Redis, MongoDB and in-memory implementations of projections.ports, and their clients."""

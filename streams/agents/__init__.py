@@ -1,1 +1,0 @@
-"""Thin Faust agents: decode, call a pure rule, call a store. One module per area."""

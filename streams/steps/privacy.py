@@ -1,0 +1,135 @@
+"""The privacy step: SubjectErased and SubjectExportRequested on memlog.privacy.
+
+Erasure and export of one subject across every projection (DESIGN "Erasure, export, replay"). The
+order of an erasure is: stop the data key being used, delete everything about the subject, delete
+the key, record the erasure in the ledger (counts, never content).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
+from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger
+from adapters.mongo_store import MongoArchiveStore, MongoFactStore, MongoTraceStore
+from adapters.redis_store import RedisSessionStore
+from projections.ports import Checkpoints
+from projections.position import Position
+from schemas.events import PrivacyEvent, SubjectErased
+from streams.metrics import Metrics
+from streams.projector import advance_past
+from streams.sealer import Sealer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SubjectData:
+    """Every store that holds something about subjects, in one namespace, plus the privacy stores."""
+
+    sessions: RedisSessionStore
+    facts: MongoFactStore
+    traces: MongoTraceStore
+    archive: MongoArchiveStore
+    conversations: MongoConversationArchive
+    idempotency: MongoIdempotency
+    exports: MongoExports
+    vault: MongoKeyVault
+    ledger: MongoLedger
+    sealer: Sealer
+
+
+async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, requested_by: str) -> dict[str, Any]:
+    """Erase a subject. Every step is idempotent, so a redelivered request (or one applied again to a
+    namespace rebuilt meanwhile) repeats the deletes, and the ledger keeps its first entry.
+    Returns the ledger entry."""
+    await data.vault.begin_erasure(tenant, subject)
+    data.sealer.forget()
+    deleted: dict[str, int] = {}
+    deleted.update(await data.sessions.erase_subject(tenant, subject))
+    deleted["idempotency_keys"] = await data.idempotency.erase_subject(tenant, subject)
+    deleted["facts"] = await data.facts.erase_subject(tenant, subject)
+    deleted["traces"] = await data.traces.erase_subject(tenant, subject)
+    deleted["archived_events"] = await data.archive.erase_subject(tenant, subject)
+    deleted["conversation_entries"] = await data.conversations.erase_subject(tenant, subject)  # and search terms
+    deleted["exports"] = await data.exports.erase_subject(tenant, subject)
+    deleted["data_keys"] = await data.vault.delete(tenant, subject)
+    data.sealer.forget()
+    await data.ledger.record(
+        "erased",
+        entry_id=request_id,
+        tenant=tenant,
+        subject=subject,
+        requested_by=requested_by,
+        deleted=deleted,
+    )
+    entry = await data.ledger.get(request_id)
+    assert entry is not None
+    return entry
+
+
+async def bundle(data: SubjectData, tenant: str, subject: str) -> dict[str, Any]:
+    """Everything memlog holds about a subject, as one JSON-ready document."""
+    threads = await data.sessions.export_subject(tenant, subject)
+    return {
+        "tenant": tenant,
+        "subject": subject,
+        "exported_at": dt.datetime.now(dt.UTC).isoformat(),
+        "session": threads["session"],
+        "shared_thread_lines": threads["shared_thread_lines"],
+        "facts": await data.facts.export_subject(tenant, subject),
+        "traces": await data.traces.export_subject(tenant, subject),
+        "archives": await data.archive.export_subject(tenant, subject),
+        "conversations": await data.conversations.export_subject(tenant, subject),
+        "idempotency_keys": await data.idempotency.export_subject(tenant, subject),
+        "erasures": [
+            {"request_id": e["_id"], "at": e["at"], "deleted": e.get("deleted", {})}
+            for e in await data.ledger.entries(tenant=tenant, subject=subject, kind="erased")
+        ],
+    }
+
+
+async def export(data: SubjectData, tenant: str, subject: str, request_id: str, requested_by: str) -> None:
+    if await data.exports.get(request_id) is not None:
+        return  # made already: a redelivered request
+    content = await bundle(data, tenant, subject)
+    text = json.dumps(content, default=_plain, ensure_ascii=False, sort_keys=True)
+    await data.exports.put(request_id, tenant, subject, text)
+    await data.ledger.record(
+        "exported", entry_id=f"export:{request_id}", tenant=tenant, subject=subject, requested_by=requested_by
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class PrivacyStep:
+    """Runs each request in log order; both are idempotent by request id, so redelivery repeats nothing."""
+
+    def __init__(self, data: SubjectData, checkpoints: Checkpoints, metrics: Metrics | None = None) -> None:
+        self._data = data
+        self._checkpoints = checkpoints
+        self._metrics = metrics
+
+    async def __call__(self, events: Sequence[tuple[PrivacyEvent, Position]]) -> None:
+        for event, _ in events:
+            env = event.envelope
+            assert env.subject is not None  # validated by the event
+            if isinstance(event, SubjectErased):
+                entry = await erase(self._data, env.tenant, env.subject, event.request_id, event.requested_by)
+                log.info("erased %s/%s: %s", env.tenant, env.subject, entry.get("deleted"))
+                if self._metrics is not None:
+                    self._metrics.erasures.inc()
+            else:
+                await export(self._data, env.tenant, env.subject, event.request_id, event.requested_by)
+        await advance_past(self._checkpoints, events)
