@@ -20,14 +20,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.connections import kafka_options
-from adapters.embeddings import make_embedder
-from adapters.summarizers import SummarizerFailed, make_summarizer
+from adapters.summarizers import SummarizerFailed
 from config.settings import MAX_REPLAY_WORKERS, Settings
 from memlog import privacy
 from memlog.admin import TRACES_PAGE
-from memlog.conversations import Conversations
 from memlog.credentials import Credentials
-from memlog.memory import TOOL_DEFINITIONS, Memory, recalled_view
+from memlog.memory import TOOL_DEFINITIONS, recalled_view
 from memlog.services import Services, open_services
 from projections.archives import ConversationRef, parse_thread
 from projections.ports import Checkpoints
@@ -65,7 +63,6 @@ from schemas.events import (
     json_text,
     now_ms,
 )
-from streams.folds import FoldService
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -343,8 +340,6 @@ class ApiState:
     settings: Settings
     services: Services
     offsets: AIOKafkaConsumer
-    folds: FoldService
-    memory: Memory
     redactor: Redactor
     metrics: Metrics
 
@@ -354,27 +349,14 @@ def create_api(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_services(settings, producer=True) as services:
+        metrics = Metrics()
+        async with open_services(settings, producer=True, metrics=metrics) as services:
+            # a summarizer or embedder set up wrongly stops the API at start, not at the first fold or recall
+            services.summarizer  # noqa: B018
+            services.embedder  # noqa: B018
             offsets = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, request_timeout_ms=10_000)
             await offsets.start()
-            metrics = Metrics()
-            summarizer = make_summarizer(settings)
-            folds = FoldService(
-                services.sessions,
-                services.producer,
-                summarizer,
-                settings.thread_policy(),
-                settings.producer_name,
-                metrics,
-            )
-            memory = Memory(
-                services.producer,
-                services.facts,
-                settings.fact_policy(),
-                settings.producer_name,
-                make_embedder(settings),
-            )
-            api = ApiState(settings, services, offsets, folds, memory, settings.redactor(), metrics)
+            api = ApiState(settings, services, offsets, settings.redactor(), metrics)
             app.state.api = api
             for prepare in (
                 services.vault.prepare,
@@ -587,7 +569,7 @@ def create_api(settings: Settings) -> FastAPI:
         started = time.perf_counter()
         ctx = await _context(api, key, after, wait)
         recalling = time.perf_counter()
-        hits = await api.memory.recall(key.tenant, subject, question or "", agent)
+        hits = await api.services.memory.recall(key.tenant, subject, question or "", agent)
         api.metrics.recall_seconds.observe(time.perf_counter() - recalling)
         api.metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
         ctx.facts = [FactOut(**recalled_view(hit)) for hit in hits]
@@ -604,7 +586,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent."""
         check_name("tenant", tenant)
         check_name("subject", subject)
-        fact_id, position = await state(request).memory.remember(
+        fact_id, position = await state(request).services.memory.remember(
             tenant,
             subject,
             body.text,
@@ -631,10 +613,10 @@ def create_api(settings: Settings) -> FastAPI:
         if after is not None:
             await _wait_all(api, after, wait)
         if q:
-            hits = [hit for hit in await api.memory.recall(tenant, subject, q, agent) if hit.how != "recent"]
+            hits = [hit for hit in await api.services.memory.recall(tenant, subject, q, agent) if hit.how != "recent"]
             facts = [FactOut(**recalled_view(hit)) for hit in hits]
         else:
-            facts = [FactOut(**fact.view()) for fact in await api.memory.facts(tenant, subject, agent)]
+            facts = [FactOut(**fact.view()) for fact in await api.services.memory.facts(tenant, subject, agent)]
         return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=api.settings.facts_max)
 
     @app.patch(
@@ -649,7 +631,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Edit a fact. `after` makes sure a fact just saved is seen first."""
         if after is not None:
             await _wait_all(state(request), after, None)
-        position = await state(request).memory.revise(tenant, subject, fact_id, body.text, body.agent)
+        position = await state(request).services.memory.revise(tenant, subject, fact_id, body.text, body.agent)
         return FactAccepted(fact_id=fact_id, position=position.token())
 
     @app.delete(
@@ -664,7 +646,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Delete a fact; it influences no later read."""
         if after is not None:
             await _wait_all(state(request), after, None)
-        position = await state(request).memory.forget(tenant, subject, fact_id, None)
+        position = await state(request).services.memory.forget(tenant, subject, fact_id, None)
         return FactAccepted(fact_id=fact_id, position=position.token())
 
     @app.delete(
@@ -677,7 +659,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Delete every fact (seed 000 "/allay forget")."""
         check_name("tenant", tenant)
         check_name("subject", subject)
-        position = await state(request).memory.clear(tenant, subject)
+        position = await state(request).services.memory.clear(tenant, subject)
         return FactAccepted(fact_id="*", position=position.token())
 
     @app.post("/v1/runs", status_code=202, response_model=RunAccepted)
@@ -742,7 +724,7 @@ def create_api(settings: Settings) -> FastAPI:
         check_name("tenant", tenant)
         check_name("subject", subject)
         check_name("agent", agent)
-        return await api.memory.run_tool(
+        return await api.services.memory.run_tool(
             tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
         )
 
@@ -895,11 +877,6 @@ def create_api(settings: Settings) -> FastAPI:
     thread_path = "/v1/tenants/{tenant}/threads/{thread}"
     conversation_path = thread_path + "/conversations/{conversation}"
 
-    def conversations(api: ApiState) -> Conversations:
-        return Conversations(
-            api.services.conversations, api.services.producer, api.settings.producer_name, api.settings.fork_entries
-        )
-
     def conversation_ref(tenant: str, thread: str, conversation: str = MAIN_CONVERSATION) -> ConversationRef:
         kind, owner = parse_thread(thread)
         return ConversationRef(check_name("tenant", tenant), kind, owner, check_name("conversation", conversation))
@@ -951,7 +928,7 @@ def create_api(settings: Settings) -> FastAPI:
         if conversation is not None:
             check_name("conversation", conversation)
         await wait_archive(api, after, wait)
-        return await conversations(api).search(
+        return await api.services.threads().search(
             ref.tenant,
             ref.thread,
             ref.owner,
@@ -984,7 +961,7 @@ def create_api(settings: Settings) -> FastAPI:
         """The transcript from one snapshot: entries appended after the first page are not in it."""
         api = state(request)
         await wait_archive(api, after, wait)
-        return await conversations(api).export(
+        return await api.services.threads().export(
             conversation_ref(tenant, thread, conversation), archives=archives, limit=limit, cursor=cursor
         )
 
@@ -1002,7 +979,7 @@ def create_api(settings: Settings) -> FastAPI:
         api = state(request)
         ref = conversation_ref(tenant, thread)
         await wait_archive(api, after, wait)
-        found = await conversations(api).original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
+        found = await api.services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
         if found is None:
             raise NotFound(f"no entry {entry_id} in {thread}")
         return {**found.view(), "original": found.original}
@@ -1021,7 +998,7 @@ def create_api(settings: Settings) -> FastAPI:
         api = state(request)
         ref = conversation_ref(tenant, thread)
         await wait_archive(api, after, wait)
-        found = await conversations(api).original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
+        found = await api.services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
         if found is None:
             raise NotFound(f"no entry {entry_id} in {thread}")
         if found.original is None:
@@ -1039,7 +1016,7 @@ def create_api(settings: Settings) -> FastAPI:
             raise InvalidEvent(
                 "conversation", "only the current conversation (main) is compacted; it is the one folded"
             )
-        position = await api.folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
+        position = await api.services.folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
         if position is None:
             raise NothingToDo("nothing to compact: the session keeps its newest exchanges and has no older ones")
         return operation(ref, position)
@@ -1051,7 +1028,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Clear the active transcript into a reset archive; reset is not erasure."""
         api = state(request)
         ref = conversation_ref(tenant, thread, conversation)
-        return operation(ref, await conversations(api).reset(ref, body.reason if body else None))
+        return operation(ref, await api.services.threads().reset(ref, body.reason if body else None))
 
     @app.post(
         conversation_path + "/rename", status_code=202, response_model=OperationAccepted, dependencies=tenant_only
@@ -1062,14 +1039,14 @@ def create_api(settings: Settings) -> FastAPI:
         """Move the conversation's identity to `target`; payloads and archives move with it."""
         api = state(request)
         ref = conversation_ref(tenant, thread, conversation)
-        return operation(ref, await conversations(api).rename(ref, body.target))
+        return operation(ref, await api.services.threads().rename(ref, body.target))
 
     @app.post(conversation_path + "/fork", status_code=202, response_model=OperationAccepted, dependencies=tenant_only)
     async def fork(tenant: str, thread: str, conversation: str, body: TargetIn, request: Request) -> OperationAccepted:
         """Copy the newest MEMLOG_FORK_ENTRIES active entries to a new conversation; the source is unchanged."""
         api = state(request)
         ref = conversation_ref(tenant, thread, conversation)
-        return operation(ref, await conversations(api).fork(ref, body.target))
+        return operation(ref, await api.services.threads().fork(ref, body.target))
 
     @app.post(
         conversation_path + "/archive", status_code=202, response_model=OperationAccepted, dependencies=tenant_only
@@ -1080,7 +1057,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Change archive metadata only (archived, protected, kind, label)."""
         api = state(request)
         ref = conversation_ref(tenant, thread, conversation)
-        position = await conversations(api).archive(
+        position = await api.services.threads().archive(
             ref, archived=body.archived, protected=body.protected, kind=body.kind, label=body.label
         )
         return operation(ref, position)
@@ -1094,7 +1071,7 @@ def create_api(settings: Settings) -> FastAPI:
         """Operators only: delete the conversation's authority and its archives."""
         api = state(request)
         ref = conversation_ref(tenant, thread, conversation)
-        return operation(ref, await conversations(api).purge(ref, body.reason if body else None))
+        return operation(ref, await api.services.threads().purge(ref, body.reason if body else None))
 
     @app.post("/v1/tenants/{tenant}/retention", dependencies=operator_only)
     async def retention(tenant: str, request: Request, body: RetentionIn | None = None) -> dict[str, Any]:
@@ -1103,7 +1080,7 @@ def create_api(settings: Settings) -> FastAPI:
         check_name("tenant", tenant)
         run = body or RetentionIn()
         now = run.now if run.now is not None else now_ms()
-        return await conversations(api).retention(tenant, api.settings.retention_policy(), now, confirm=run.confirm)
+        return await api.services.threads().retention(tenant, api.settings.retention_policy(), now, confirm=run.confirm)
 
     return app
 
@@ -1114,8 +1091,6 @@ async def _follow_namespace(api: ApiState) -> None:
         try:
             if await api.services.follow_pointer():
                 log.warning("reads switched to namespace %s", api.services.current.namespace)
-                api.folds = api.folds.with_store(api.services.sessions)
-                api.memory = api.memory.with_store(api.services.facts)
         except StoreUnavailable as exc:
             log.warning("namespace pointer unreadable: %s", exc)
         await asyncio.sleep(1.0)
@@ -1211,7 +1186,7 @@ async def _context(api: ApiState, key: ThreadKey, after: str | None, wait: float
     if session is not None and session.head.tokens > policy.urgent_tokens:
         # seed 000: "Only a session past 42 000 tokens folds before the answer."
         try:
-            folded = await api.folds.fold(key, urgent=True)
+            folded = await api.services.folds.fold(key, urgent=True)
         except SummarizerFailed as exc:
             log.warning("urgent fold of %s failed; serving it unfolded: %s", key, exc)
             folded = None

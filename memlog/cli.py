@@ -175,21 +175,20 @@ def _dev(settings: Settings, action: str) -> int:
 
 
 async def _reset(settings: Settings, tenant: str, subject: str, reason: str) -> str:
-    from memlog.services import open_services
+    from memlog.services import CLI_PRODUCER, open_services
     from schemas.events import SESSION_THREAD, Envelope, ThreadReset
 
-    envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer="memlog-cli")
+    envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=CLI_PRODUCER)
     async with open_services(settings, producer=True) as services:
         return (await services.producer.produce([ThreadReset(envelope, reason)])).token()
 
 
 async def _facts(settings: Settings, args: argparse.Namespace) -> list[str]:
     """The subject's own commands (seed 000 "/allay memory", "/allay forget"), straight on the log."""
-    from memlog.memory import Memory
-    from memlog.services import open_services
+    from memlog.services import CLI_PRODUCER, open_services
 
-    async with open_services(settings, producer=True) as services:
-        memory = Memory(services.producer, services.facts, settings.fact_policy(), "memlog-cli")
+    async with open_services(settings, producer=True, producer_name=CLI_PRODUCER) as services:
+        memory = services.memory
         rest = list(args.rest)
         if args.action == "list":
             return [

@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from adapters.summarizers import make_summarizer
 from config.settings import Settings
-from memlog.conversations import Conversations
-from memlog.services import open_services
+from memlog.services import CLI_PRODUCER, open_services
 from projections.archives import ConversationRef, parse_thread
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NothingToDo
 from schemas.events import MAIN_CONVERSATION, check_name, now_ms
-from streams.folds import FoldService
 
 
 def _flag(value: str | None) -> bool | None:
@@ -23,8 +20,8 @@ def _flag(value: str | None) -> bool | None:
 async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
     kind, owner = parse_thread(args.thread)
     ref = ConversationRef(check_name("tenant", args.tenant), kind, owner, check_name("conversation", args.conversation))
-    async with open_services(settings, producer=True) as services:
-        conversations = Conversations(services.conversations, services.producer, "memlog-cli", settings.fork_entries)
+    async with open_services(settings, producer=True, producer_name=CLI_PRODUCER) as services:
+        conversations = services.threads()
         if args.action == "list":
             metas = await services.conversations.conversations(ref.tenant, ref.thread, ref.owner)
             return json.dumps([m.view() for m in metas], indent=1)
@@ -33,10 +30,7 @@ async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
         if args.action == "compact":
             if ref.conversation != MAIN_CONVERSATION:
                 raise InvalidEvent("conversation", "only the current conversation (main) is compacted")
-            folds = FoldService(
-                services.sessions, services.producer, make_summarizer(settings), settings.thread_policy(), "memlog-cli"
-            )
-            position = await folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
+            position = await services.folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
             if position is None:
                 raise NothingToDo("nothing to compact")
         elif args.action == "reset":
@@ -55,11 +49,8 @@ async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
 
 
 async def run_retention(settings: Settings, args: argparse.Namespace) -> str:
-    async with open_services(settings, producer=args.confirm) as services:
-        conversations = Conversations(
-            services.conversations, services.producer if args.confirm else None, "memlog-cli", settings.fork_entries
-        )
-        report = await conversations.retention(
+    async with open_services(settings, producer=args.confirm, producer_name=CLI_PRODUCER) as services:
+        report = await services.threads(read_only=not args.confirm).retention(
             check_name("tenant", args.tenant),
             settings.retention_policy(),
             args.now if args.now is not None else now_ms(),

@@ -13,7 +13,6 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from adapters.embeddings import make_embedder
 from config.settings import Settings
 from memlog.memory import Memory
 from memlog.services import open_services
@@ -31,14 +30,10 @@ class _Opened:
     async def get(self) -> Memory:
         async with self._lock:
             if self.memory is None:
-                services = await self._stack.enter_async_context(open_services(self.settings, producer=True))
-                self.memory = Memory(
-                    services.producer,
-                    services.facts,
-                    self.settings.fact_policy(),
-                    f"mcp:{self.settings.producer_name}",
-                    make_embedder(self.settings),
+                services = await self._stack.enter_async_context(
+                    open_services(self.settings, producer=True, producer_name=f"mcp:{self.settings.producer_name}")
                 )
+                self.memory = services.memory
             return self.memory
 
     async def close(self) -> None:

@@ -98,10 +98,6 @@ class Memory:
         self._producer_name = producer_name
         self._embedder = embedder
 
-    def with_store(self, store: FactStore) -> Memory:
-        """The same memory reading another namespace's facts."""
-        return Memory(self._producer, store, self._policy, self._producer_name, self._embedder)
-
     def _envelope(self, tenant: str, subject: str, agent: str | None) -> Envelope:
         return Envelope(
             tenant=tenant, subject=subject, agent=agent, thread=SESSION_THREAD, producer=self._producer_name

@@ -12,7 +12,7 @@ from typing import Any
 
 from config.settings import Settings
 from memlog import privacy
-from memlog.services import Services, open_services
+from memlog.services import CLI_PRODUCER, Services, open_services
 from projections.position import Position
 from schemas.errors import InvalidEvent, NotCaughtUp
 
@@ -37,7 +37,7 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
             args.tenant,
             args.subject,
             requested_by=CLI_OPERATOR,
-            producer="memlog-cli",
+            producer=CLI_PRODUCER,
             reason=args.reason if args.command == "erase" else None,
         )
         await _wait_privacy(services, position)

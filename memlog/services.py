@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters import connections
+from adapters.embeddings import Embedder, make_embedder
 from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
 from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, NamespacePointer
 from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
 from adapters.redis_store import RedisCounters, RedisSessionStore
+from adapters.summarizers import Summarizer, make_summarizer
 from adapters.wiring import Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
+from memlog.conversations import Conversations
+from memlog.memory import Memory
 from schemas.codec import Codec
+from streams.folds import FoldService
+from streams.metrics import Metrics
 from streams.producer import EventProducer
 from streams.sealer import Sealer
+
+T = TypeVar("T")
+CLI_PRODUCER = "memlog-cli"  # the envelope's producer for what the CLI puts on the log
 
 
 @dataclass
@@ -36,7 +45,10 @@ class Services:
     sealer: Sealer
     pointer: NamespacePointer
     current: Stores
+    producer_name: str
+    metrics: Metrics | None = None
     _producer: EventProducer | None = None
+    _built: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
     def producer(self) -> EventProducer:
@@ -84,6 +96,63 @@ class Services:
     def idempotency(self) -> MongoIdempotency:
         return self.current.idempotency
 
+    # the use cases, built here once per namespace and shared by the API, the CLI and the MCP server
+    def _use(self, name: str, build: Callable[[], T]) -> T:
+        key = (name, self.current.namespace)
+        if key not in self._built:
+            self._built[key] = build()
+        used: T = self._built[key]
+        return used
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._use_once("embedder", lambda: make_embedder(self.settings))
+
+    @property
+    def summarizer(self) -> Summarizer:
+        return self._use_once("summarizer", lambda: make_summarizer(self.settings))
+
+    def _use_once(self, name: str, build: Callable[[], T]) -> T:
+        """Models and clients that do not depend on the namespace: built on first use, kept."""
+        if (name, "") not in self._built:
+            self._built[(name, "")] = build()
+        used: T = self._built[(name, "")]
+        return used
+
+    @property
+    def memory(self) -> Memory:
+        """Facts: remember / recall / forget, the subject's own commands (seeds 000, 003)."""
+        return self._use(
+            "memory",
+            lambda: Memory(self.producer, self.facts, self.settings.fact_policy(), self.producer_name, self.embedder),
+        )
+
+    @property
+    def folds(self) -> FoldService:
+        return self._use(
+            "folds",
+            lambda: FoldService(
+                self.sessions,
+                self.producer,
+                self.summarizer,
+                self.settings.thread_policy(),
+                self.producer_name,
+                self.metrics,
+            ),
+        )
+
+    def threads(self, *, read_only: bool = False) -> Conversations:
+        """Conversation operations (seed 004); read-only where no producer was opened."""
+        return self._use(
+            "threads-read" if read_only else "threads",
+            lambda: Conversations(
+                self.conversations,
+                None if read_only else self.producer,
+                self.producer_name,
+                self.settings.fork_entries,
+            ),
+        )
+
     def stores(self, namespace: str) -> Stores:
         return open_stores(self.settings, self.redis, self.mongo, namespace)
 
@@ -97,7 +166,11 @@ class Services:
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, *, producer: bool = False) -> AsyncIterator[Services]:
+async def open_services(
+    settings: Settings, *, producer: bool = False, producer_name: str | None = None, metrics: Metrics | None = None
+) -> AsyncIterator[Services]:
+    """Everything a process of memlog uses, built once. `producer_name` goes into the envelope of
+    what this face produces (the API's is the setting; the CLI and MCP server name themselves)."""
     codec = make_codec(settings)
     redis = connections.redis_client(settings)
     mongo = connections.mongo(settings)
@@ -114,6 +187,8 @@ async def open_services(settings: Settings, *, producer: bool = False) -> AsyncI
         sealer=Sealer(shared.vault, settings.key_cache_seconds),
         pointer=shared.pointer,
         current=open_stores(settings, redis, mongo, settings.namespace),
+        producer_name=producer_name or settings.producer_name,
+        metrics=metrics,
     )
     try:
         if producer:

@@ -42,10 +42,6 @@ class FoldService:
         self._producer_name = producer_name
         self._metrics = metrics
 
-    def with_store(self, store: SessionStore) -> FoldService:
-        """The same service reading another namespace's sessions."""
-        return FoldService(store, self._producer, self._summarizer, self._policy, self._producer_name, self._metrics)
-
     async def fold(self, key: ThreadKey, *, urgent: bool = False, force: bool = False) -> Position | None:
         """Fold the thread if it needs it (or, forced, whatever it can); the ThreadFolded's position, else None."""
         session = await self._store.read(key)
