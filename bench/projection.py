@@ -24,13 +24,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.processes import free_port, isolated, start_api, start_worker
 from memlog.services import open_services
 from projections.session import ThreadKey
 from schemas.events import exchange_events
 from streams.sealer import Sealer
 from streams.topics import ensure_topics
-from tests.conftest import base_settings, unique_settings
-from tests.processes import free_port, start_api, start_worker
 
 EXCHANGES = 4000
 SUBJECTS = 200
@@ -134,11 +133,11 @@ async def latencies(call: object, count: int = READS) -> tuple[float, float]:
 
 def on_local_stack(run: Callable[[Settings], Awaitable[None]]) -> None:
     """Run a benchmark on the local stack (started if missing), with topics and namespaces of its own."""
-    stack = base_settings()
+    stack = Settings()
     local = LocalStack(stack)
     started = local.up()
     try:
-        asyncio.run(run(unique_settings(stack, api_port=free_port())))
+        asyncio.run(run(isolated(stack, api_port=free_port())))
     finally:
         local.down(started)
 

@@ -19,12 +19,12 @@ from adapters.embeddings import LocalMiniLM
 from bench.projection import latencies, on_local_stack
 from config.settings import Settings
 from memlog.memory import Memory
+from memlog.processes import start_api
 from memlog.services import open_services
 from projections.facts import Fact, SubjectFacts, index_terms
 from projections.position import Position
 from streams.steps.facts import embedded
 from streams.topics import ensure_topics
-from tests.processes import start_api
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 SUBJECTS = 10_000

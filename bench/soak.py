@@ -28,12 +28,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.connections import kafka_options
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.processes import MemlogProcess, isolated, start_worker
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from schemas.errors import LogUnavailable
 from streams.topics import ensure_topics
-from tests.conftest import base_settings, unique_settings
-from tests.processes import MemlogProcess, start_worker
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 TENANT = "soak"
@@ -222,11 +221,11 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=5.0, help="minutes between worker kills (default 5)")
     parser.add_argument("--sample-seconds", type=float, default=2.0, help="lag and memory sampling interval")
     args = parser.parse_args()
-    stack = base_settings()
+    stack = Settings()
     local = LocalStack(stack)
     started = local.up()
     try:
-        settings = unique_settings(stack, fold_agent=False, mongo_database="memlogsoak")
+        settings = isolated(stack, fold_agent=False, mongo_database="memlogsoak")
         asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds))
     finally:
         local.down(started)

@@ -19,12 +19,12 @@ import redis.asyncio as aioredis
 from adapters.summarizers import ExtractiveSummarizer
 from bench.projection import latencies, on_local_stack
 from config.settings import Settings
+from memlog.processes import start_api, start_worker
 from memlog.services import open_services
 from projections.session import ThreadKey, plan_fold
 from projections.summary import extractive_summary
 from streams.folds import FoldService
 from streams.topics import ensure_topics
-from tests.processes import start_api, start_worker
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 READS = 1000

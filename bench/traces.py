@@ -9,11 +9,11 @@ from pathlib import Path
 
 from bench.projection import on_local_stack
 from config.settings import Settings
+from memlog.processes import start_worker
 from memlog.services import open_services
 from projections.traces import redact_run, trace_document
 from schemas.events import Envelope, ModelStep, RunTraced, TraceToolCall, now_ms, to_record
 from streams.topics import ensure_topics
-from tests.processes import start_worker
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 RUNS = 300

@@ -4,7 +4,6 @@ starts when missing and stops afterwards; a service that cannot start fails the 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import redis.asyncio as aioredis
 
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.processes import isolated
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
@@ -45,18 +45,7 @@ def stack(local_stack: LocalStack) -> Settings:
 
 def unique_settings(stack: Settings, **overrides: Any) -> Settings:
     """Settings with topics, consumer group and store namespaces of their own (one per test)."""
-    tag = uuid.uuid4().hex[:10]
-    values: dict[str, Any] = {
-        "topic_prefix": f"test-{tag}",
-        "app_id": f"memlog-test-{tag}",
-        "namespace": f"t{tag}",
-        "mongo_database": "memlogtest",
-        "privacy_database": "memlogtest_privacy",
-        "partitions": 6,
-        "read_wait_seconds": 30.0,  # a shared CI machine may be slow; the wait is a bound, not a timing check
-    }
-    values.update(overrides)
-    return stack.model_copy(update=values)
+    return isolated(stack, **overrides)
 
 
 @pytest.fixture

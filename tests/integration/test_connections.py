@@ -18,8 +18,8 @@ from adapters.connections import faust_credentials, kafka_options, mongo_options
 from adapters.redis_store import RedisSessionStore
 from config.settings import Settings
 from memlog.localstack import port_open
+from memlog.processes import free_port
 from schemas.errors import ServiceSetupError, StoreUnavailable
-from tests.processes import free_port
 
 
 def settings(**values: Any) -> Settings:

@@ -22,7 +22,7 @@ from projections.sealing import (
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import ThreadEvent, from_record, to_record
-from tests.strategies import thread_events
+from tests.unit.strategies import thread_events
 
 CODEC = Codec(Catalog())
 KEY = new_data_key()

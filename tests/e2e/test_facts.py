@@ -12,13 +12,13 @@ import httpx
 import pytest
 
 from config.settings import Settings
+from memlog.processes import free_port, settings_env, start_api, start_worker
 from memlog.services import open_services
 from schemas.events import Envelope, FactRemembered, QuestionAsked, now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import free_port, settings_env, start_api, start_worker
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 DAY_MS = 86_400_000
 
 

@@ -17,13 +17,13 @@ import pytest
 import redis.asyncio as aioredis
 
 from config.settings import Settings
+from memlog.processes import free_port, start_api, start_worker
 from projections.tokens import TokenCounter
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import free_port, start_api, start_worker
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 HOUR_MS = 3_600_000
 
 
@@ -368,7 +368,7 @@ async def test_a_failing_summarizer_loses_nothing_and_the_context_read_folds_pas
 
 
 async def test_the_cli_starts_a_new_session(http: httpx.AsyncClient, live: Stack) -> None:
-    from tests.processes import settings_env
+    from memlog.processes import settings_env
 
     await post(http, subject="jack", question="before the reset", answer="ok")
     done = await asyncio.create_subprocess_exec(

@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
-from tests.test_end_to_end import end_offsets
+from tests.kafka import end_offsets
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 MEMLOG = str(Path(sys.executable).parent / "memlog")  # the console script make install puts beside python
 TENANT = "castle-eu-1"
 DAY = 86_400_000

@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, start_api
 from tests.conftest import unique_settings
-from tests.processes import MemlogProcess, free_port, start_api
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 PUBLIC = {("get", "/healthz"), ("get", "/readyz"), ("get", "/v1/tools")}
 OPERATOR = {
     ("get", "/v1/tenants/{tenant}/runs"),

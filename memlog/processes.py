@@ -1,4 +1,8 @@
-"""Run memlog's own processes (worker, API) as subprocesses of a test, with the test's settings."""
+"""Run memlog's own processes (worker, API) as subprocesses with given settings.
+
+The suite and the benchmarks both start memlog this way; `isolated` gives a run topics, a consumer
+group and store namespaces of its own on a shared local stack.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,37 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 from pydantic import SecretStr
 
 from config.settings import Settings
+from schemas.errors import MemlogError
 
 READY_TIMEOUT = 90.0
+
+
+class ProcessFailed(MemlogError):
+    """A memlog process exited, or never became ready, while it was waited for."""
+
+
+def isolated(settings: Settings, **overrides: Any) -> Settings:
+    """Settings with topics, consumer group and store namespaces of their own (one per test or run)."""
+    tag = uuid.uuid4().hex[:10]
+    values: dict[str, Any] = {
+        "topic_prefix": f"test-{tag}",
+        "app_id": f"memlog-test-{tag}",
+        "namespace": f"t{tag}",
+        "mongo_database": "memlogtest",
+        "privacy_database": "memlogtest_privacy",
+        "partitions": 6,
+        "read_wait_seconds": 30.0,  # a shared CI machine may be slow; the wait is a bound, not a timing check
+    }
+    values.update(overrides)
+    return settings.model_copy(update=values)
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
@@ -63,10 +89,10 @@ class MemlogProcess:
         while marker not in self.output()[after:]:
             if self.process.poll() is not None:
                 self._log.close()
-                raise AssertionError(f"{self.part} exited with {self.process.returncode}:\n{self.output()[-3000:]}")
+                raise ProcessFailed(f"{self.part} exited with {self.process.returncode}:\n{self.output()[-3000:]}")
             if time.monotonic() > deadline:
                 self.stop()
-                raise AssertionError(f"{self.part} never logged {marker!r}:\n{self.output()[-3000:]}")
+                raise ProcessFailed(f"{self.part} never logged {marker!r}:\n{self.output()[-3000:]}")
             time.sleep(0.1)
 
     def kill(self) -> None:
@@ -106,5 +132,5 @@ def start_api(settings: Settings, log_dir: Path) -> MemlogProcess:
         except httpx.HTTPError:
             pass
         if api.process.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"api did not start:\n{api.output()[-3000:]}")
+            raise ProcessFailed(f"api did not start:\n{api.output()[-3000:]}")
         time.sleep(0.2)

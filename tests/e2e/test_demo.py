@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from config.settings import Settings
+from memlog.processes import free_port, settings_env, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import free_port, settings_env, start_api, start_worker
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 
 
 @pytest.mark.timeout(900)

@@ -12,9 +12,9 @@ import pytest
 from adapters.embeddings import LocalMiniLM
 from projections.facts import Fact, SubjectFacts, cosine, index_terms, recall
 
-DATA = json.loads((Path(__file__).parent / "fixtures" / "recall_eval.json").read_text())
+DATA = json.loads((Path(__file__).parents[1] / "fixtures" / "recall_eval.json").read_text())
 NOW = 1_795_000_000_000
-REPORT = Path(__file__).resolve().parent.parent / ".memlog-test" / "recall_eval.txt"
+REPORT = Path(__file__).resolve().parents[2] / ".memlog-test" / "recall_eval.txt"
 
 
 def subjects() -> dict[str, SubjectFacts]:

@@ -38,7 +38,7 @@ from schemas.events import (
     ToolCalled,
     exchange_events,
 )
-from tests.strategies import session_histories
+from tests.unit.strategies import session_histories
 
 POLICY = ThreadPolicy()
 TTL = POLICY.session_ttl_ms

@@ -14,7 +14,7 @@ from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import exchange_events, from_record, to_record
 from schemas.registry import HttpSchemaRegistry
-from tests.test_log import consume_all
+from tests.kafka import consume_all
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from schemas.catalog import Catalog
 from schemas.codec import SINGLE_OBJECT_MAGIC, Codec
 from schemas.errors import DecodeError, InvalidEvent, UnknownSchema
 from schemas.events import ThreadEvent, from_record, millis, to_record
-from tests.strategies import thread_events
+from tests.unit.strategies import thread_events
 
-FIXTURES = Path(__file__).parent / "fixtures" / "avro"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "avro"
 CATALOG = Catalog()
 CODEC = Codec(CATALOG)
 

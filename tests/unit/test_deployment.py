@@ -9,7 +9,7 @@ import pytest
 
 from config.settings import Settings
 
-COMPOSE = (Path(__file__).resolve().parent.parent / "docker-compose.yml").read_text()
+COMPOSE = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
 
 
 def compose_env() -> dict[str, str]:
@@ -40,7 +40,7 @@ def test_the_compose_environment_is_valid_settings(monkeypatch: pytest.MonkeyPat
     assert settings.credentials_file is None and settings.backend_tokens == {}
 
 
-K8S = Path(__file__).resolve().parent.parent / "deploy" / "k8s" / "memlog.yaml"
+K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s" / "memlog.yaml"
 SECRET_SETTINGS = {
     "MEMLOG_BACKEND_TOKENS",
     "MEMLOG_OPERATOR_TOKENS",

@@ -18,7 +18,7 @@ import pytest
 from adapters.embeddings import LocalMiniLM, OpenAIEmbeddings
 from projections.facts import cosine
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text())
+REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text())
 
 
 @pytest.fixture(scope="module")

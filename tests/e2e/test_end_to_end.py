@@ -10,18 +10,18 @@ from typing import Any
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
 from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import MemlogProcess, free_port, start_api, start_worker
-from tests.test_log import consume_all
+from tests.kafka import consume_all, end_offsets
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 
 
 @pytest.fixture(scope="module")
@@ -43,18 +43,6 @@ def running(e2e_settings: Settings) -> Iterator[tuple[MemlogProcess, MemlogProce
 async def http(e2e_settings: Settings, running: Any) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{e2e_settings.api_port}", timeout=30) as client:
         yield client
-
-
-async def end_offsets(settings: Settings) -> dict[int, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap)
-    await consumer.start()
-    try:
-        ends = await consumer.end_offsets(
-            [TopicPartition(settings.threads_topic, p) for p in range(settings.partitions)]
-        )
-        return {tp.partition: offset for tp, offset in ends.items()}
-    finally:
-        await consumer.stop()
 
 
 def chest(subject: str) -> dict[str, Any]:

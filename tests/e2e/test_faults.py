@@ -28,14 +28,14 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_store import MongoCheckpoints, mongo_client
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.processes import free_port, start_api, start_worker
 from memlog.services import open_services
 from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import free_port, start_api, start_worker
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 SUBJECTS = 200
 PER_SUBJECT = 50  # below the 100-exchange fold, so a session still holds every exchange
 HTTP_EVERY = 5  # one exchange in five goes through the HTTP API

@@ -12,14 +12,14 @@ import httpx
 import pytest
 
 from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from memlog.services import open_services
 from projections.traces import sampled
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import MemlogProcess, free_port, start_api, start_worker
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 DAY_MS = 86_400_000
 PROMPT_MARK = "PROMPT-TEXT-THAT-MUST-NOT-SHOW"
 

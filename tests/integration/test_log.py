@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from config.settings import Settings
 from memlog.services import Services
 from schemas.events import exchange_events, from_record, record_key
 from streams.topics import ensure_topics
+from tests.kafka import consume_all
 
 
 async def test_topics_are_created_with_equal_partitions_and_size_limits(topics: Settings) -> None:
@@ -22,27 +22,6 @@ async def test_topics_are_created_with_equal_partitions_and_size_limits(topics: 
         assert await ensure_topics(topics) == []  # a second run creates nothing
     finally:
         await admin.close()
-
-
-async def consume_all(settings: Settings, topic: str, expected: int) -> list[tuple[int, int, bytes, bytes]]:
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
-    )
-    await consumer.start()
-    try:
-        partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        found: list[tuple[int, int, bytes, bytes]] = []
-        while len(found) < expected:
-            batch = await consumer.getmany(timeout_ms=5000)
-            if not batch:
-                break
-            for records in batch.values():
-                found.extend((r.partition, r.offset, r.key, r.value) for r in records)
-        return found
-    finally:
-        await consumer.stop()
 
 
 async def test_an_exchange_is_one_batch_in_order_on_its_subjects_partition(services: Services) -> None:

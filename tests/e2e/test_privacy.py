@@ -23,15 +23,15 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_privacy import KEYS_PER_QUERY
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
+from memlog.processes import free_port, settings_env, start_api, start_worker
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from schemas.events import now_ms
 from streams.replay import Progress, ReplayFailed, _drain_in_processes
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.processes import free_port, settings_env, start_api, start_worker
 
-LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle"
 GONE, KEPT = "erin", "olaf"
 

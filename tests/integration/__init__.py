@@ -1,0 +1,1 @@
+"""memlog in-process against the local stack (Kafka, Redis, SecantusDB)."""

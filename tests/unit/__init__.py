@@ -1,0 +1,1 @@
+"""Pure rules and static checks: no service needed."""
