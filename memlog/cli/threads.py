@@ -1,4 +1,4 @@
-"""`memlog threads ...` and `memlog retention ...`: the archive operations straight on the log."""
+"""`memlog threads ...`, `memlog retention ...` and `memlog reset`: the thread operations straight on the log."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from memlog.services import CLI_PRODUCER, open_services
 from projections.archives import ConversationRef, parse_thread
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NothingToDo
-from schemas.events import MAIN_CONVERSATION, check_name, now_ms
+from schemas.events import MAIN_CONVERSATION, SESSION_THREAD, Envelope, ThreadReset, check_name, now_ms
 
 
 def _flag(value: str | None) -> bool | None:
@@ -57,3 +57,9 @@ async def run_retention(settings: Settings, args: argparse.Namespace) -> str:
             confirm=args.confirm,
         )
     return json.dumps(report, indent=1)
+
+
+async def reset_session(settings: Settings, tenant: str, subject: str, reason: str) -> str:
+    envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=CLI_PRODUCER)
+    async with open_services(settings, producer=True) as services:
+        return (await services.producer.produce([ThreadReset(envelope, reason)])).token()

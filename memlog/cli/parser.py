@@ -1,0 +1,84 @@
+"""The `memlog` command line: every command, its arguments and its help."""
+
+from __future__ import annotations
+
+import argparse
+
+from config.settings import MAX_REPLAY_WORKERS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memlog", description="Event-sourced memory for AI agent backends.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("up", help="run everything: the local stack where nothing is configured, worker, API")
+    commands.add_parser("worker", help="run the Faust worker (all projection agents)")
+    commands.add_parser("api", help="run the HTTP API")
+    dev = commands.add_parser("dev", help="the local stack: Kafka, Redis, a MongoDB wire-protocol server")
+    dev.add_argument("action", choices=["up", "down", "status"])
+    topics = commands.add_parser("topics", help="create memlog's topics")
+    topics.add_argument("action", choices=["create"])
+    facts = commands.add_parser("facts", help="a subject's lasting facts: list, add, edit, rm, clear")
+    facts.add_argument("action", choices=["list", "add", "edit", "rm", "clear"])
+    facts.add_argument("tenant")
+    facts.add_argument("subject")
+    facts.add_argument("rest", nargs="*", help="add: TEXT; edit: FACT_ID TEXT; rm: FACT_ID")
+    facts.add_argument("--scope", choices=["agent", "shared"], default="shared")
+    facts.add_argument("--agent", default=None)
+    mcp = commands.add_parser("mcp", help="serve the agent's memory tools over MCP (stdio)")
+    mcp.add_argument("--agent", required=True, help="the agent these tools act for")
+    reset = commands.add_parser("reset", help="start a new session for a subject (memories stay)")
+    reset.add_argument("tenant")
+    reset.add_argument("subject")
+    reset.add_argument("--reason", default="memlog reset")
+    erase = commands.add_parser("erase", help="erase everything memlog holds about a subject (operator)")
+    erase.add_argument("tenant")
+    erase.add_argument("subject")
+    erase.add_argument("--reason", default=None, help="kept in the log; no personal data here")
+    export = commands.add_parser("export", help="one JSON bundle of everything memlog holds about a subject")
+    export.add_argument("tenant")
+    export.add_argument("subject")
+    export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    replay = commands.add_parser("replay", help="rebuild projections from the topics into a fresh namespace")
+    replay.add_argument("--projection", choices=["sessions", "facts", "traces", "archives", "all"], default="all")
+    replay.add_argument("--from", dest="since", default=None, help="ISO time to start from (default: the beginning)")
+    replay.add_argument("--no-switch", action="store_true", help="build it, but keep reads where they are")
+    replay.add_argument(
+        "--workers",
+        type=processes,
+        default=None,
+        help="processes sharing the partitions, 1 to 64 (default: MEMLOG_REPLAY_WORKERS)",
+    )
+    verify = commands.add_parser("verify", help="compare two namespaces and list every difference")
+    verify.add_argument("left", nargs="?", default=None, help="default: the namespace reads use now")
+    verify.add_argument("right", nargs="?", default=None, help="default: the one reads used before the last replay")
+    demo = commands.add_parser("demo", help="a scripted tour of a running memlog (after `memlog up`)")
+    demo.add_argument("--url", default=None, help="the API (default: MEMLOG_API_HOST and MEMLOG_API_PORT)")
+    ledger = commands.add_parser("ledger", help="operator requests and what they did")
+    ledger.add_argument("tenant", nargs="?", default=None)
+    ledger.add_argument("subject", nargs="?", default=None)
+    threads = commands.add_parser("threads", help="a thread's conversations: list, compact, reset, rename, fork, ...")
+    threads.add_argument("action", choices=["list", "compact", "reset", "rename", "fork", "archive", "purge"])
+    threads.add_argument("tenant")
+    threads.add_argument("thread", help="session:<subject>, public or automation:<agent>")
+    threads.add_argument("conversation", nargs="?", default="main", help="default: main, the current one")
+    threads.add_argument("--target", help="rename / fork: the new conversation's name")
+    threads.add_argument("--reason", default=None)
+    threads.add_argument("--archived", choices=["true", "false"], default=None)
+    threads.add_argument("--protected", choices=["true", "false"], default=None)
+    threads.add_argument("--kind", choices=["main", "task", "subagent"], default=None)
+    retention = commands.add_parser("retention", help="conversation retention: a dry run unless --confirm")
+    retention.add_argument("tenant")
+    retention.add_argument("--confirm", action="store_true", help="delete the targets (each re-checked first)")
+    retention.add_argument("--now", type=int, default=None, help="epoch ms to plan against; default: now")
+    return parser
+
+
+def processes(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= count <= MAX_REPLAY_WORKERS:
+        raise argparse.ArgumentTypeError(f"{count} processes: choose from 1 to {MAX_REPLAY_WORKERS}")
+    return count

@@ -1,0 +1,97 @@
+"""`memlog dev up | down | status`, `memlog api` and `memlog up`: the local stack and memlog's own processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+
+from config.settings import Settings
+from memlog.localstack import LocalStack
+from schemas.errors import MemlogError
+
+
+def dev(settings: Settings, action: str) -> int:
+    stack = LocalStack(settings)
+    if action == "up":
+        started = stack.up()
+        print(f"started: {', '.join(started) or 'nothing (all running)'}")
+    elif action == "down":
+        stopped = stack.down()
+        print(f"stopped: {', '.join(stopped) or 'nothing memlog had started'}")
+    for status in stack.status():
+        state = "up" if status.up else "down"
+        owner = f"pid {status.pid}" if status.managed else status.detail
+        print(f"{status.name:6} {state:5} {status.endpoint:28} {owner}")
+    return 0
+
+
+def api(settings: Settings) -> int:
+    import uvicorn
+
+    from memlog.api import create_api
+
+    uvicorn.run(
+        create_api(settings), host=settings.api_host, port=settings.api_port, log_level="info", access_log=False
+    )
+    return 0
+
+
+def up(settings: Settings) -> int:
+    """The main job: local stack, worker and API; Ctrl-C stops everything this started."""
+    stack = LocalStack(settings)
+    started = stack.up()
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        from streams.topics import ensure_topics
+
+        asyncio.run(ensure_topics(settings))
+        for part in ("worker", "api"):
+            children[part] = subprocess.Popen([sys.executable, "-m", "memlog", part], env=os.environ.copy())
+        url = f"http://{settings.api_host}:{settings.api_port}"
+        wait_healthy(url, list(children.values()))
+        print(f"memlog is up: API on {url} (OpenAPI at {url}/docs). Ctrl-C stops it.", flush=True)
+        while not stopping:
+            for part, child in children.items():
+                if child.poll() is not None:
+                    print(f"memlog: the {part} process exited with {child.returncode}", file=sys.stderr)
+                    stopping = True
+            time.sleep(0.5)
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.terminate()
+        for child in children.values():
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        stack.down(started)
+    return 0
+
+
+def wait_healthy(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(child.poll() is not None for child in children):
+            raise MemlogError("a memlog process exited during start-up; see the log above")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise MemlogError(f"the API did not answer on {url} within {timeout:.0f}s")
