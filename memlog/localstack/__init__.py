@@ -3,6 +3,9 @@
 Starts only what is missing, keeps data under the memlog home folder, and stops only what it
 started (each started process leaves a pid file under <home>/run). A service configured in the
 settings (bootstrap servers, Redis URL, Mongo URL) is used as it is and never started here.
+
+The files Maven and Java read (Kafka's and Apicurio's poms, Kafka's logging configuration and
+server template) ship inside this package, beside this module, so an installed memlog needs no checkout.
 """
 
 from __future__ import annotations
@@ -20,15 +23,26 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from config.settings import Settings
 from schemas.errors import ServiceSetupError
 
 log = logging.getLogger(__name__)
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 START_TIMEOUT_SECONDS = 120.0
 STOP_TIMEOUT_SECONDS = 30.0
+
+
+def stack_file(*parts: str) -> Path:
+    """A file shipped in this package (kafka/..., registry/...), as the path Java and Maven are given."""
+    found = resources.files(__name__)
+    for part in parts:
+        found = found / part
+    # A wheel installs as plain files; a zipped or otherwise virtual install gives Java nothing to open.
+    if not isinstance(found, Path) or not found.is_file():
+        raise ServiceSetupError(f"{'/'.join(parts)} is missing from the memlog package at {resources.files(__name__)}")
+    return found
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -208,7 +222,7 @@ class Kafka(Service):
             "-Xms256m",
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={DEPLOY / 'kafka' / 'log4j2.properties'}",
+            f"-Dlog4j2.configurationFile={stack_file('kafka', 'log4j2.properties')}",
             "-cp",
             f"{self.libs}/*",
             *args,
@@ -222,7 +236,7 @@ class Kafka(Service):
             run_maven(
                 [
                     "-f",
-                    str(DEPLOY / "kafka" / "pom.xml"),
+                    str(stack_file("kafka", "pom.xml")),
                     f"-Dmaven.repo.local={self.home / 'maven'}",
                     f"-Dkafka.version={self.settings.kafka_version}",
                     "dependency:copy-dependencies",
@@ -232,7 +246,7 @@ class Kafka(Service):
                 self.log_file,
             )
             staging.rename(self.libs)
-        template = (DEPLOY / "kafka" / "server.properties.template").read_text()
+        template = stack_file("kafka", "server.properties.template").read_text()
         self.data.mkdir(parents=True, exist_ok=True)
         self.config.write_text(
             template.format(
@@ -393,7 +407,7 @@ class SchemaRegistry(Service):
         run_maven(
             [
                 "-f",
-                str(DEPLOY / "registry" / "pom.xml"),
+                str(stack_file("registry", "pom.xml")),
                 f"-Dmaven.repo.local={self.home / 'maven'}",
                 f"-Dapicurio.version={self.version}",
                 f"-Doutput.dir={staging}",
