@@ -214,12 +214,7 @@ async def replay(
             await here.prepare()
             await ledger.record("replay-started", **request)
             await consumer.start()
-            partitions = [
-                TopicPartition(topic, p)
-                for topic in here.by_topic
-                for p in sorted(consumer.partitions_for_topic(topic) or range(settings.partitions))
-            ]
-            consumer.assign(partitions)
+            partitions = _assign(consumer, list(here.by_topic), settings.partitions)
             starts = await _starts(consumer, partitions, since_ms)
             ends = await consumer.end_offsets(partitions)
             # erasures that arrive while the rebuild runs are applied to it by the workers after the switch
@@ -238,15 +233,8 @@ async def replay(
                 events += part.events
                 dead_letters += part.dead_letters
                 shredded.extend(part.shredded)
-            for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
-                for tp in partitions:
-                    consumer.seek(tp, positions[tp])
-                batch = settings.replay_batch
-                events += await _drain(consumer, here.by_topic, positions, ends, batch, progress, events)
-                newer = await consumer.end_offsets(partitions)
-                if newer == ends:
-                    break
-                ends = newer
+            batch = settings.replay_batch
+            events = await _catch_up(consumer, here.by_topic, partitions, positions, ends, batch, progress, events)
             progress.update(events, final=True)
             if switch:
                 await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
@@ -276,6 +264,39 @@ async def replay(
             return ReplayReport(target, previous, events, seconds, switch, dead_letters, skipped, reasons)
         finally:
             await consumer.stop()
+
+
+def _assign(consumer: AIOKafkaConsumer, topics: list[str], partitions: int) -> list[TopicPartition]:
+    """Every partition of the topics, assigned to the consumer (the settings' count where metadata has none)."""
+    assigned = [
+        TopicPartition(topic, p)
+        for topic in topics
+        for p in sorted(consumer.partitions_for_topic(topic) or range(partitions))
+    ]
+    consumer.assign(assigned)
+    return assigned
+
+
+async def _catch_up(
+    consumer: AIOKafkaConsumer,
+    by_topic: dict[str, list[Any]],
+    partitions: list[TopicPartition],
+    positions: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    batch: int,
+    progress: Reports,
+    events: int,
+) -> int:
+    """Drain the partitions from `positions` to `ends`; returns the events count with what was drained added."""
+    for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
+        for tp in partitions:
+            consumer.seek(tp, positions[tp])
+        events += await _drain(consumer, by_topic, positions, ends, batch, progress, events)
+        newer = await consumer.end_offsets(partitions)
+        if newer == ends:
+            break
+        ends = newer
+    return events
 
 
 def _skipped(parts: list[Shredded]) -> dict[tuple[str, str], int]:
