@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,7 +82,7 @@ def source_copy(into: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment, outside the checkout, holding the wheel and its dependencies."""
     work = tmp_path_factory.mktemp("wheel")
     assert not work.resolve().is_relative_to(ROOT)
@@ -99,7 +98,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     run([sys.executable, "-m", "venv", str(work / "venv")], env, work, INSTALL_TIMEOUT)
     run([str(work / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], env, work, INSTALL_TIMEOUT)
     print(f"built and installed {wheel.name} with its dependencies in {time.monotonic() - started:.0f}s")
-    yield work / "venv"
+    return work / "venv"
 
 
 def wait_for(log: Path, markers: list[str], process: subprocess.Popen[bytes], timeout: float) -> None:
