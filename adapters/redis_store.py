@@ -8,11 +8,19 @@ from contextlib import contextmanager
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterDownError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
-from schemas.errors import StoreUnavailable
+from schemas.errors import StoreRefused, StoreUnavailable
 from schemas.events import SESSION_THREAD
 
 # KEYS: head, exchanges (hash id -> JSON), order (list of ids)
@@ -99,11 +107,24 @@ return removed
 """
 
 
+# Replies that say the server cannot take writes for now, not that this write is wrong.
+_REDIS_OUTAGES = (ReadOnlyError, ClusterDownError, TryAgainError, OutOfMemoryError, BusyLoadingError)
+_REDIS_OUTAGE_REPLIES = ("LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM")
+
+
 @contextmanager
 def redis_errors() -> Iterator[None]:
-    """Translate redis-py's exceptions into memlog's at this edge."""
+    """Translate redis-py's exceptions into memlog's at this edge: an outage is retried, while an
+    error reply about the data itself (WRONGTYPE, a failing script) is a refusal, so its record is
+    dead-lettered instead of stalling the partition."""
     try:
         yield
+    except _REDIS_OUTAGES as exc:
+        raise StoreUnavailable(f"redis: {exc}") from exc
+    except ResponseError as exc:
+        if str(exc).startswith(_REDIS_OUTAGE_REPLIES):
+            raise StoreUnavailable(f"redis: {exc}") from exc
+        raise StoreRefused(f"redis refused the write: {exc}") from exc
     except RedisError as exc:
         raise StoreUnavailable(f"redis: {exc}") from exc
     except OSError as exc:
