@@ -32,6 +32,7 @@ from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
+from streams.resume import ResumeFromCheckpoints
 from streams.sealer import Sealer
 from streams.steps.archive import ArchiveStep
 from streams.steps.facts import FactActivityStep, FactStep
@@ -205,6 +206,8 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         sealer=sealer,
     )
     subscribe(app, topics["privacy"], privacy_projector, settings)
+    resume = ResumeFromCheckpoints(app, [projector for _, projector in built.projectors] + [privacy_projector])
+    app.on_rebalance_complete.connect(resume)
 
     @app.timer(interval=2.0)  # type: ignore[untyped-decorator]
     async def follow_pointer() -> None:
