@@ -39,7 +39,7 @@ from streams.steps.facts import FactActivityStep, FactStep
 from streams.steps.privacy import PrivacyStep, SubjectData
 from streams.steps.sessions import SessionStep
 from streams.steps.traces import TraceStep
-from streams.topics import ensure_topics
+from streams.topics import check_retention, ensure_topics
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +236,7 @@ def run_worker(settings: Settings) -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))
+    loop.run_until_complete(check_retention(settings))
     namespace = loop.run_until_complete(active_namespace(settings))
     scoped = settings.model_copy(update={"namespace": namespace})
     log.info("worker writes into namespace %s (consumer group %s)", namespace, scoped.group_id)
