@@ -7,25 +7,47 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from bson.errors import InvalidDocument
 from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.errors import BulkWriteError, DocumentTooLarge, OperationFailure, PyMongoError
 
 from projections.facts import Fact, SubjectFacts
 from projections.ports import ArchivedEvent
 from projections.position import Position
-from schemas.errors import StoreUnavailable
+from schemas.errors import StoreRefused, StoreUnavailable
 
 DUPLICATE_KEY = 11000
 
 
 @contextmanager
 def mongo_errors() -> Iterator[None]:
-    """Translate pymongo's exceptions into memlog's at this edge."""
+    """Translate pymongo's exceptions into memlog's at this edge: an outage is retried; a document the
+    server or the BSON encoder refuses for what it holds is a refusal, so its record is dead-lettered."""
     try:
         yield
-    except PyMongoError as exc:
+    except (InvalidDocument, DocumentTooLarge, UnicodeEncodeError) as exc:
+        raise StoreRefused(f"mongodb refused the document: {exc}") from exc
+    except OperationFailure as exc:
+        if _transient(exc):
+            raise StoreUnavailable(f"mongodb: {exc}") from exc
+        raise StoreRefused(f"mongodb refused the write: {exc}") from exc
+    except PyMongoError as exc:  # connection, selection and network errors
         raise StoreUnavailable(f"mongodb: {exc}") from exc
+
+
+# Server error codes that mean "not now" (shutdown, elections, conflicts, time limits), not "never".
+_TRANSIENT_CODES = frozenset({6, 7, 24, 46, 50, 89, 91, 112, 189, 251, 262, 9001, 10107, 11600, 11602, 13435, 13436})
+
+
+def _transient(exc: OperationFailure) -> bool:
+    if exc.has_error_label("RetryableWriteError") or exc.has_error_label("TransientTransactionError"):
+        return True
+    details = exc.details or {}
+    codes = {exc.code} | {error.get("code") for error in details.get("writeErrors", [])}
+    if details.get("writeConcernError"):
+        return True
+    return bool(codes & _TRANSIENT_CODES) or exc.code is None
 
 
 def mongo_client(url: str, timeout_ms: int = 5000, **options: Any) -> AsyncMongoClient[dict[str, Any]]:

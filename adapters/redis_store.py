@@ -8,12 +8,20 @@ from contextlib import contextmanager
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterDownError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 
 from projections.position import Position
 from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
-from schemas.errors import StoreUnavailable
-from schemas.events import AUTOMATION_THREAD
+from schemas.errors import StoreRefused, StoreUnavailable
+from schemas.events import SESSION_THREAD
 
 # KEYS: head, exchanges (hash id -> JSON), order (list of ids)
 # ARGV: now ms, then a JSON array of the thread's changes in log order, each an array of strings:
@@ -99,11 +107,24 @@ return removed
 """
 
 
+# Replies that say the server cannot take writes for now, not that this write is wrong.
+_REDIS_OUTAGES = (ReadOnlyError, ClusterDownError, TryAgainError, OutOfMemoryError, BusyLoadingError)
+_REDIS_OUTAGE_REPLIES = ("LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM")
+
+
 @contextmanager
 def redis_errors() -> Iterator[None]:
-    """Translate redis-py's exceptions into memlog's at this edge."""
+    """Translate redis-py's exceptions into memlog's at this edge: an outage is retried, while an
+    error reply about the data itself (WRONGTYPE, a failing script) is a refusal, so its record is
+    dead-lettered instead of stalling the partition."""
     try:
         yield
+    except _REDIS_OUTAGES as exc:
+        raise StoreUnavailable(f"redis: {exc}") from exc
+    except ResponseError as exc:
+        if str(exc).startswith(_REDIS_OUTAGE_REPLIES):
+            raise StoreUnavailable(f"redis: {exc}") from exc
+        raise StoreRefused(f"redis refused the write: {exc}") from exc
     except RedisError as exc:
         raise StoreUnavailable(f"redis: {exc}") from exc
     except OSError as exc:
@@ -114,8 +135,29 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _part(name: str) -> str:
+    """A name with its length in front: no choice of names can make two key sequences one string."""
+    return f"{len(name)}:{name}"
+
+
+def thread_base(prefix: str, key: ThreadKey) -> str:
+    """`<prefix>:{<thread>:<len>:<tenant>:<len>:<owner>}`.
+
+    Length-prefixed names, so that an owner named `x:h` is never owner `x`'s head key, and a hash
+    tag in braces, so that all keys of one thread share one Redis Cluster slot (a name holding a
+    brace only ends the tag early, identically for every key of that thread).
+    """
+    return f"{prefix}:{{{key.thread}:{_part(key.tenant)}:{_part(key.owner)}}}"
+
+
+def lines_index(prefix: str, tenant: str, subject: str) -> str:
+    """The shared threads (public, automation) a subject has lines in: a sorted set scored by expiry."""
+    return f"{prefix}:{{lines:{_part(tenant)}:{_part(subject)}}}"
+
+
 class RedisSessionStore:
-    """Threads under `<prefix>:<thread>:...`, checkpoints under `<prefix>:applied:<topic>`.
+    """Threads under `<prefix>:{<thread identity>}:h|x|o` (head, exchanges, order), the subject's
+    shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
         client: a redis.asyncio client (bytes responses).
@@ -130,9 +172,8 @@ class RedisSessionStore:
         self._erase_lines = client.register_script(_ERASE_LINES)
 
     def _keys(self, key: ThreadKey) -> tuple[str, str, str]:
-        # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
-        base = f"{self._prefix}:{key.thread}:{len(key.tenant)}:{key.tenant}:{key.owner}"
-        return base, f"{base}:ex", f"{base}:order"
+        base = thread_base(self._prefix, key)
+        return f"{base}:h", f"{base}:x", f"{base}:o"
 
     def _checkpoints(self, topic: str) -> str:
         return f"{self._prefix}:applied:{topic}"
@@ -184,6 +225,10 @@ class RedisSessionStore:
                         [_change_args(writes[index]) for index in indexes], separators=(",", ":"), ensure_ascii=False
                     )
                     await self._write_thread(keys=list(self._keys(key)), args=[now_ms, changes], client=pipe)
+                for (tenant, subject), threads in _shared_lines(writes, now_ms).items():
+                    lines_key = lines_index(self._prefix, tenant, subject)
+                    pipe.zadd(lines_key, threads, gt=True)
+                    pipe.pexpireat(lines_key, max(threads.values()), gt=True)
                 for (topic, partition), offset in newest.items():
                     await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset], client=pipe)
                 replies = await pipe.execute()
@@ -213,15 +258,11 @@ class RedisSessionStore:
         with redis_errors():
             await self._redis.delete(*self._keys(key))
 
-    async def _shared_threads(self, tenant: str) -> list[ThreadKey]:
-        """The tenant's public thread and every automation thread it holds."""
-        found = [ThreadKey.public(tenant)]
-        head = f"{self._prefix}:{AUTOMATION_THREAD}:{len(tenant)}:{tenant}:"
-        pattern = f"{_glob(head)}*:ex"
+    async def _shared_threads(self, tenant: str, subject: str) -> list[ThreadKey]:
+        """The shared threads the subject has written lines in, from the index the writes keep."""
         with redis_errors():
-            async for raw in self._redis.scan_iter(match=pattern, count=500):
-                found.append(ThreadKey.automation(tenant, _text(raw)[len(head) : -len(":ex")]))
-        return found
+            members = await self._redis.zrange(lines_index(self._prefix, tenant, subject), 0, -1)
+        return [ThreadKey(tenant, *json.loads(_text(member))) for member in members]
 
     async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
         """The subject's session, and their lines in the tenant's public and automation threads."""
@@ -230,15 +271,16 @@ class RedisSessionStore:
             exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
             await self._redis.delete(*session)
             lines = 0
-            for key in await self._shared_threads(tenant):
+            for key in await self._shared_threads(tenant, subject):
                 lines += int(await self._erase_lines(keys=list(self._keys(key)), args=[subject]))
+            await self._redis.delete(lines_index(self._prefix, tenant, subject))
         return {"session_exchanges": exchanges, "shared_thread_lines": lines}
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
         """The subject's session and their lines in shared threads, as plain data."""
         session = await self.read(ThreadKey.session(tenant, subject))
         shared: list[dict[str, Any]] = []
-        for key in await self._shared_threads(tenant):
+        for key in await self._shared_threads(tenant, subject):
             thread = await self.read(key)
             for exchange in thread.exchanges if thread else ():
                 if exchange.subject == subject:
@@ -274,9 +316,18 @@ def _change_args(write: SessionWrite) -> list[Any]:
     ]
 
 
-def _glob(text: str) -> str:
-    """A literal for a Redis MATCH pattern."""
-    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
+def _shared_lines(writes: list[SessionWrite], now_ms: int) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (tenant, subject), the shared threads a batch gives them lines in, with the threads' expiry."""
+    found: dict[tuple[str, str], dict[str, int]] = {}
+    for write in writes:
+        change, key = write.change, write.key
+        if key is None or change is None or key.thread == SESSION_THREAD or change.expires_at <= now_ms:
+            continue
+        if change.exchange is not None and change.exchange.subject is not None:
+            member = json.dumps([key.thread, key.owner], ensure_ascii=False)
+            threads = found.setdefault((key.tenant, change.exchange.subject), {})
+            threads[member] = max(threads.get(member, 0), change.expires_at)
+    return found
 
 
 def _head(raw: dict[Any, Any]) -> SessionHead:

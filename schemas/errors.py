@@ -25,7 +25,13 @@ class UnknownSchema(DecodeError):
 
 
 class StoreUnavailable(MemlogError):
-    """A projection store (Redis, MongoDB) cannot be reached or refused the write."""
+    """A projection store (Redis, MongoDB) cannot be reached or cannot take writes for now: an outage, retried."""
+
+
+class StoreRefused(MemlogError):
+    """A store refused a write because of what it holds (a wrong type, a script error, text it cannot
+    encode, a document too large): the record is poison, so it goes to the dead-letter topic instead of
+    being retried for ever."""
 
 
 class LogUnavailable(MemlogError):

@@ -125,6 +125,10 @@ class Projector(Generic[E]):
         if metrics is not None:
             metrics.unavailable.labels(name).set(0)
 
+    async def applied(self, partition: int) -> int:
+        """The newest offset of `partition` this projection has applied, -1 when none."""
+        return await self._checkpoints.applied(self.topic, partition)
+
     async def handle(self, records: Sequence[Record]) -> None:
         """Apply a batch in log order; poison records are dead-lettered where they stand."""
         await self.apply(records, await self.read(records))

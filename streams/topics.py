@@ -1,4 +1,4 @@
-"""Creates memlog's topics with the configured partitions, replication and size limits."""
+"""Creates memlog's topics with the configured partitions, replication, size limits and the retention replay needs."""
 
 from __future__ import annotations
 
@@ -8,17 +8,38 @@ import logging
 import time
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from adapters.connections import kafka_options
 from config.settings import Settings
-from schemas.errors import LogUnavailable
+from schemas.errors import LogUnavailable, ServiceSetupError
 
 log = logging.getLogger(__name__)
 
 
-def topic_configs(settings: Settings) -> dict[str, str]:
-    return {"max.message.bytes": str(settings.max_message_bytes)}
+FOREVER = -1
+
+
+def retention_needed(settings: Settings, topic: str) -> int:
+    """The shortest retention (ms, -1 for none) a topic may have so that a replay rebuilds every projection.
+
+    Threads feed the archives, which keep conversations with no age limit; a fact lives 365 days after
+    the subject's *last* question, however old its event; erasures and exports must stay replayable.
+    A trace lives `trace_days` after its run, so its topic need keep no more (and keeps no more: a trace
+    holds the subject's questions, seed 000).
+    """
+    if topic == settings.topic("traces"):
+        return settings.trace_days * 86_400_000
+    return FOREVER
+
+
+def topic_configs(settings: Settings, topic: str) -> dict[str, str]:
+    configs = {"max.message.bytes": str(settings.max_message_bytes)}
+    if topic != settings.deadletter_topic:  # dead letters keep the broker's default: an operator's call
+        configs["retention.ms"] = str(retention_needed(settings, topic))
+        configs["retention.bytes"] = str(FOREVER)
+    return configs
 
 
 async def ensure_topics(settings: Settings) -> list[str]:
@@ -34,7 +55,9 @@ async def ensure_topics(settings: Settings) -> list[str]:
             with contextlib.suppress(TopicAlreadyExistsError):  # another process created it meanwhile
                 await admin.create_topics(
                     [
-                        NewTopic(name, settings.partitions, settings.replication, topic_configs=topic_configs(settings))
+                        NewTopic(
+                            name, settings.partitions, settings.replication, topic_configs=topic_configs(settings, name)
+                        )
                         for name in missing
                     ]
                 )
@@ -46,6 +69,39 @@ async def ensure_topics(settings: Settings) -> list[str]:
     finally:
         await admin.close()
     return created
+
+
+async def check_retention(settings: Settings) -> None:
+    """Refuse to run against topics that drop records a projection still needs (made elsewhere, or
+    by an older memlog with the broker's default of 7 days)."""
+    admin = AIOKafkaAdminClient(**kafka_options(settings), request_timeout_ms=15000)
+    try:
+        await admin.start()
+        wanted = {"retention.ms": None, "retention.bytes": None}
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, dict(wanted)) for name in settings.subject_topics]
+        )
+    except KafkaError as exc:
+        raise LogUnavailable(f"kafka at {settings.bootstrap}: {exc}") from exc
+    finally:
+        await admin.close()
+    problems = []
+    for response in responses:
+        for resource in response.to_object()["resources"]:
+            name = resource["resource_name"]
+            values = {e["config_names"]: int(e["config_value"]) for e in resource["config_entries"]}
+            needed = retention_needed(settings, name)
+            kept = values.get("retention.ms", FOREVER)
+            if kept != FOREVER and (needed == FOREVER or kept < needed):
+                problems.append(f"{name} keeps records {kept} ms, memlog needs retention.ms={needed}")
+            if values.get("retention.bytes", FOREVER) != FOREVER:
+                problems.append(f"{name} drops records past {values['retention.bytes']} bytes, memlog needs none")
+    if problems:
+        raise ServiceSetupError(
+            "topics would lose records a replay needs: "
+            + "; ".join(problems)
+            + " (fix with kafka-configs.sh --alter --entity-type topics --entity-name <topic> --add-config ...)"
+        )
 
 
 async def _wait_for_leaders(admin: AIOKafkaAdminClient, topics: list[str], partitions: int) -> None:

@@ -32,13 +32,14 @@ from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
+from streams.resume import ResumeFromCheckpoints
 from streams.sealer import Sealer
 from streams.steps.archive import ArchiveStep
 from streams.steps.facts import FactActivityStep, FactStep
 from streams.steps.privacy import PrivacyStep, SubjectData
 from streams.steps.sessions import SessionStep
 from streams.steps.traces import TraceStep
-from streams.topics import ensure_topics
+from streams.topics import check_retention, ensure_topics
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +206,8 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         sealer=sealer,
     )
     subscribe(app, topics["privacy"], privacy_projector, settings)
+    resume = ResumeFromCheckpoints(app, [projector for _, projector in built.projectors] + [privacy_projector])
+    app.on_rebalance_complete.connect(resume)
 
     @app.timer(interval=2.0)  # type: ignore[untyped-decorator]
     async def follow_pointer() -> None:
@@ -233,6 +236,7 @@ def run_worker(settings: Settings) -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))
+    loop.run_until_complete(check_retention(settings))
     namespace = loop.run_until_complete(active_namespace(settings))
     scoped = settings.model_copy(update={"namespace": namespace})
     log.info("worker writes into namespace %s (consumer group %s)", namespace, scoped.group_id)

@@ -236,6 +236,6 @@ class TestRedisSessionStore(SessionStoreContract):
         # asked 59m58s ago with a 1 h TTL: a replay gives it only what remains
         await self._apply(store, QuestionAsked(_env(clock - TTL + 2000), "x1", "q"), 0, clock, count_tokens)
         client = aioredis.Redis.from_url(settings.redis)
-        remaining = [await client.pttl(k) async for k in client.scan_iter(match=f"{settings.redis_prefix}:session:*")]
+        remaining = [await client.pttl(k) async for k in client.scan_iter(match=f"{settings.redis_prefix}:{{session:*")]
         await client.aclose()
         assert remaining and all(0 < ms <= 2000 for ms in remaining)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from config.settings import Settings
 from memlog.services import Services
+from schemas.errors import ServiceSetupError
 from schemas.events import exchange_events, from_record, record_key
-from streams.topics import ensure_topics
+from streams.topics import check_retention, ensure_topics
 from tests.kafka import consume_all
 
 
@@ -20,6 +23,33 @@ async def test_topics_are_created_with_equal_partitions_and_size_limits(topics: 
             name: topics.partitions for name in [*topics.subject_topics, topics.deadletter_topic]
         }
         assert await ensure_topics(topics) == []  # a second run creates nothing
+    finally:
+        await admin.close()
+
+
+async def _retention(admin: AIOKafkaAdminClient, topic: str) -> str:
+    (response,) = await admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, topic, {"retention.ms": None})]
+    )
+    (resource,) = response.to_object()["resources"]
+    return str(resource["config_entries"][0]["config_value"])
+
+
+async def test_topics_keep_what_a_replay_needs_and_a_worker_refuses_topics_that_do_not(topics: Settings) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=topics.bootstrap)
+    await admin.start()
+    try:
+        for name in ("threads", "facts", "privacy"):
+            assert await _retention(admin, topics.topic(name)) == "-1"
+        assert await _retention(admin, topics.topic("traces")) == str(topics.trace_days * 86_400_000)
+        await check_retention(topics)  # as created: fine
+
+        week = str(7 * 86_400_000)  # the broker's usual default, on a topic made elsewhere
+        await admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topics.topic("facts"), {"retention.ms": week})]
+        )
+        with pytest.raises(ServiceSetupError, match=rf"{topics.topic('facts')} keeps records {week} ms"):
+            await check_retention(topics)
     finally:
         await admin.close()
 
