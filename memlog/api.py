@@ -59,10 +59,10 @@ from schemas.events import (
     ToolCalled,
     TraceToolCall,
     check_name,
-    encodable,
     json_text,
     now_ms,
 )
+from schemas.exchanges import encodable
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
