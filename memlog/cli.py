@@ -176,11 +176,9 @@ def _dev(settings: Settings, action: str) -> int:
 
 async def _reset(settings: Settings, tenant: str, subject: str, reason: str) -> str:
     from memlog.services import CLI_PRODUCER, open_services
-    from schemas.events import SESSION_THREAD, Envelope, ThreadReset
 
-    envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=CLI_PRODUCER)
-    async with open_services(settings, producer=True) as services:
-        return (await services.producer.produce([ThreadReset(envelope, reason)])).token()
+    async with open_services(settings, producer=True, producer_name=CLI_PRODUCER) as services:
+        return (await services.threads().reset_session(tenant, subject, reason)).token()
 
 
 async def _facts(settings: Settings, args: argparse.Namespace) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from adapters.mongo_privacy import MongoExports, MongoLedger
 from memlog.positions import Positions
@@ -14,9 +14,6 @@ from schemas.errors import NotCaughtUp
 from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested
 from streams.producer import EventProducer
 from streams.sealer import Sealer
-
-if TYPE_CHECKING:
-    from memlog.services import Services
 
 
 @dataclass(frozen=True)
@@ -118,31 +115,3 @@ class SubjectRequests:
             f"{kind}-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=requested_by
         )
         return request_id, await self._producer.produce([event])
-
-
-async def request(
-    services: Services,
-    kind: Literal["erase", "export"],
-    tenant: str,
-    subject: str,
-    *,
-    requested_by: str,
-    producer: str,
-    reason: str | None = None,
-) -> tuple[str, Position]:
-    """An operator's erase or export request: logged in the ledger, then put on memlog.privacy.
-
-    The event is built (and so validated) before anything is written. Returns the request id and
-    the position the worker's privacy agent must reach.
-    """
-    request_id = str(uuid.uuid4())
-    env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=producer)
-    event: SubjectErased | SubjectExportRequested = (
-        SubjectErased(env, request_id, requested_by, reason)
-        if kind == "erase"
-        else SubjectExportRequested(env, request_id, requested_by)
-    )
-    await services.ledger.record(
-        f"{kind}-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=requested_by
-    )
-    return request_id, await services.producer.produce([event])
