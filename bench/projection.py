@@ -27,7 +27,7 @@ from memlog.localstack import LocalStack
 from memlog.processes import free_port, isolated, start_api, start_worker
 from memlog.services import open_services
 from projections.session import ThreadKey
-from schemas.events import exchange_events
+from schemas.exchanges import ReportedExchange, exchange_events
 from streams.sealer import Sealer
 from streams.topics import ensure_topics
 
@@ -54,7 +54,7 @@ async def produce(settings: Settings) -> int:
                 ],
                 "answer": f"{number % 64} diamonds",
             }
-            batch = exchange_events(payload, producer="bench")
+            batch = exchange_events(ReportedExchange.from_payload(payload), producer="bench")
             await services.producer.produce(batch)
             events += len(batch)
     return events

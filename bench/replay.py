@@ -28,10 +28,10 @@ from schemas.events import (
     FactRemembered,
     ModelStep,
     RunTraced,
-    exchange_events,
     record_key,
     to_record,
 )
+from schemas.exchanges import ReportedExchange, exchange_events
 from streams.replay import replay
 from streams.topics import ensure_topics
 from streams.worker import PROJECTIONS
@@ -88,7 +88,7 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
                     "tool_calls": [{"name": "open_chest", "arguments": {"id": number}, "result": {"n": number % 64}}],
                     "answer": f"{number % 64} diamonds",
                 }
-                for item in exchange_events(payload, producer="bench"):
+                for item in exchange_events(ReportedExchange.from_payload(payload), producer="bench"):
                     pending.append(await producer.send(settings.threads_topic, encode(item), key=key))
                 produced += 3
                 counts["threads"] += 3

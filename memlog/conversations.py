@@ -6,6 +6,7 @@ The rules are in projections/archives.py; this module only loads what they need 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from projections.archives import (
     encode_cursor,
     excerpt,
     match,
+    parse_thread,
     plan_retention,
     rank,
     retention_reason,
@@ -30,7 +32,8 @@ from projections.archives import (
 )
 from projections.ports import ConversationArchive
 from projections.position import Position
-from schemas.errors import InvalidEvent, TargetExists
+from projections.session import ThreadKey
+from schemas.errors import InvalidEvent, NothingToDo, TargetExists
 from schemas.events import (
     AUTOMATION_THREAD,
     MAIN_CONVERSATION,
@@ -44,6 +47,7 @@ from schemas.events import (
     ThreadReset,
     check_name,
 )
+from streams.folds import FoldService
 from streams.producer import EventProducer
 
 log = logging.getLogger(__name__)
@@ -62,6 +66,12 @@ def envelope_for(ref: ConversationRef, producer: str, occurred_at: int | None = 
     )
 
 
+def conversation_ref(tenant: str, thread: str, conversation: str = MAIN_CONVERSATION) -> ConversationRef:
+    """A conversation as the API's paths and the CLI's arguments name it; `thread` as parse_thread reads it."""
+    kind, owner = parse_thread(thread)
+    return ConversationRef(check_name("tenant", tenant), kind, owner, check_name("conversation", conversation))
+
+
 def _brief(entry: Entry, at: int, snapshot: int) -> dict[str, Any]:
     view = entry.view(snapshot)
     view["excerpt"] = excerpt(view.pop("text"), at)
@@ -75,12 +85,14 @@ class Conversations:
     producer: where operations are produced (None for read-only use).
     producer_name: the envelope's producer.
     fork_entries: MEMLOG_FORK_ENTRIES.
+    folds: the session fold, for compact (built on first use: a summarizer is needed only then).
     """
 
     store: ConversationArchive
     producer: EventProducer | None
     producer_name: str
     fork_entries: int = 200
+    folds: Callable[[], FoldService] | None = None
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -233,9 +245,26 @@ class Conversations:
     async def _produce(self, event: ThreadEvent) -> Position:
         return await self._producer().produce([event])
 
+    async def compact(self, ref: ConversationRef) -> Position:
+        """Fold the current conversation now (the session fold); the whole previous generation is archived first."""
+        if ref.conversation != MAIN_CONVERSATION:
+            raise InvalidEvent(
+                "conversation", "only the current conversation (main) is compacted; it is the one folded"
+            )
+        if self.folds is None:
+            raise InvalidEvent("producer", "this process was opened read-only")
+        position = await self.folds().fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
+        if position is None:
+            raise NothingToDo("nothing to compact: the session keeps its newest exchanges and has no older ones")
+        return position
+
     async def reset(self, ref: ConversationRef, reason: str | None = None) -> Position:
         conversation = None if ref.conversation == MAIN_CONVERSATION else ref.conversation
         return await self._produce(ThreadReset(envelope_for(ref, self.producer_name), reason, conversation))
+
+    async def reset_session(self, tenant: str, subject: str, reason: str | None = None) -> Position:
+        """A new session (seed 000 "/allay new"): the exchanges leave the active session; memories stay."""
+        return await self.reset(ConversationRef(tenant, SESSION_THREAD, subject), reason)
 
     async def _free_target(self, ref: ConversationRef, target: str) -> None:
         check_name("target", target)

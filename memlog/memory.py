@@ -118,9 +118,12 @@ class Memory:
         return state
 
     async def remember(
-        self, tenant: str, subject: str, text: object, *, agent: str | None, scope: str, source: str
+        self, tenant: str, subject: str, text: object, *, agent: str | None, scope: str | None, source: str
     ) -> tuple[str, Position]:
+        """Save a fact; without a scope it is the agent's own when an agent saves it, else shared."""
         text = self._text(text)
+        if scope is None:
+            scope = "agent" if agent else "shared"
         if scope not in FACT_SCOPES:
             raise InvalidEvent("scope", f"must be one of {', '.join(FACT_SCOPES)}, not {scope!r}")
         held = await self.state(tenant, subject)
@@ -167,6 +170,10 @@ class Memory:
             similarity=similarity,
             min_similarity=self._policy.min_similarity,
         )
+
+    async def search(self, tenant: str, subject: str, query: str, agent: str | None) -> list[Recalled]:
+        """The facts the query finds, best first; unlike recall, never the newest ones in place of a match."""
+        return [hit for hit in await self.recall(tenant, subject, query, agent) if hit.how != "recent"]
 
     async def _similarity(self, state: SubjectFacts, question: str, agent: str | None) -> dict[str, float] | None:
         """Cosine of the question with every fact the agent may recall (30 at most, plus none else)."""

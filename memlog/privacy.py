@@ -1,40 +1,117 @@
-"""An operator's erase or export request; the privacy step (streams.steps.privacy) carries it out."""
+"""An operator's erase or export request about a subject; the privacy step (streams.steps.privacy) carries it out."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from adapters.mongo_privacy import MongoExports, MongoLedger
+from memlog.positions import Positions
 from projections.position import Position
+from schemas.errors import NotCaughtUp
 from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested
+from streams.producer import EventProducer
+from streams.sealer import Sealer
 
-if TYPE_CHECKING:
-    from memlog.services import Services
+
+@dataclass(frozen=True)
+class Requested:
+    request_id: str
+    position: Position  # what the worker's privacy step must reach
+    done: bool  # False: the worker has not applied it within the wait; ask the ledger later
+    ledger: dict[str, Any] | None = None  # an erasure's ledger entry, once done
+    bundle: str | None = None  # an export's JSON bundle, once done
 
 
-async def request(
-    services: Services,
-    kind: Literal["erase", "export"],
-    tenant: str,
-    subject: str,
-    *,
-    requested_by: str,
-    producer: str,
-    reason: str | None = None,
-) -> tuple[str, Position]:
-    """An operator's erase or export request: logged in the ledger, then put on memlog.privacy.
+def ledger_view(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ledger entry as JSON: its id as `id`, its time in ISO 8601."""
+    view = {("id" if k == "_id" else k): v for k, v in entry.items()}
+    at = view.get("at")
+    if isinstance(at, dt.datetime):
+        view["at"] = at.isoformat()
+    return view
 
-    The event is built (and so validated) before anything is written. Returns the request id and
-    the position the worker's privacy agent must reach.
+
+class SubjectRequests:
+    """Args:
+    producer: where requests go (memlog.privacy).
+    producer_name: the envelope's producer.
+    ledger: every request, and what it did.
+    exports: the bundles exports leave behind.
+    sealer: forgets cached data keys once an erasure is applied.
+    positions: waits until the worker has applied a request.
+    wait_seconds: how long a request waits for the worker by default.
     """
-    request_id = str(uuid.uuid4())
-    env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=producer)
-    event: SubjectErased | SubjectExportRequested = (
-        SubjectErased(env, request_id, requested_by, reason)
-        if kind == "erase"
-        else SubjectExportRequested(env, request_id, requested_by)
-    )
-    await services.ledger.record(
-        f"{kind}-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=requested_by
-    )
-    return request_id, await services.producer.produce([event])
+
+    def __init__(
+        self,
+        producer: EventProducer,
+        producer_name: str,
+        ledger: MongoLedger,
+        exports: MongoExports,
+        sealer: Sealer,
+        positions: Positions,
+        wait_seconds: float,
+    ) -> None:
+        self._producer = producer
+        self._producer_name = producer_name
+        self._ledger = ledger
+        self._exports = exports
+        self._sealer = sealer
+        self._positions = positions
+        self._wait = wait_seconds
+
+    async def erase(
+        self, tenant: str, subject: str, *, requested_by: str, reason: str | None, wait: float | None = None
+    ) -> Requested:
+        """Everything memlog holds about the subject goes, then their data key; waits (bounded) for the worker."""
+        request_id, position = await self._request("erase", tenant, subject, requested_by, reason)
+        done = await self._positions.reached(position, self._wait if wait is None else wait)
+        self._sealer.forget()  # this process writes no more with the erased key
+        entry = await self._ledger.get(request_id) if done else None
+        return Requested(request_id, position, done, ledger=None if entry is None else ledger_view(entry))
+
+    async def export(self, tenant: str, subject: str, *, requested_by: str, wait: float | None = None) -> Requested:
+        """One JSON bundle of everything memlog holds about the subject, once the worker has made it."""
+        request_id, position = await self._request("export", tenant, subject, requested_by, None)
+        if not await self._positions.reached(position, self._wait if wait is None else wait):
+            return Requested(request_id, position, done=False)
+        stored = await self._exports.get(request_id)
+        if stored is None:
+            raise NotCaughtUp(f"export {request_id} was applied but its bundle is gone")
+        return Requested(request_id, position, done=True, bundle=stored["bundle"])
+
+    async def bundle(self, tenant: str, request_id: str) -> str | None:
+        """An export's bundle; None once it has expired (a day), or when it is another tenant's."""
+        stored = await self._exports.get(request_id)
+        if stored is None or stored["tenant"] != tenant:
+            return None
+        bundle: str = stored["bundle"]
+        return bundle
+
+    async def ledger(self, *, tenant: str | None, subject: str | None, limit: int) -> list[dict[str, Any]]:
+        """Operator requests and what they did (erasure counts, never content)."""
+        return [ledger_view(entry) for entry in await self._ledger.entries(tenant=tenant, subject=subject, limit=limit)]
+
+    async def _request(
+        self,
+        kind: Literal["erase", "export"],
+        tenant: str,
+        subject: str,
+        requested_by: str,
+        reason: str | None,
+    ) -> tuple[str, Position]:
+        """Logged in the ledger, then put on memlog.privacy; the event is built (so validated) before either."""
+        request_id = str(uuid.uuid4())
+        env = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=self._producer_name)
+        event: SubjectErased | SubjectExportRequested = (
+            SubjectErased(env, request_id, requested_by, reason)
+            if kind == "erase"
+            else SubjectExportRequested(env, request_id, requested_by)
+        )
+        await self._ledger.record(
+            f"{kind}-requested", tenant=tenant, subject=subject, request_id=request_id, requested_by=requested_by
+        )
+        return request_id, await self._producer.produce([event])

@@ -20,11 +20,19 @@ from adapters.redis_store import RedisCounters, RedisSessionStore
 from adapters.summarizers import Summarizer, make_summarizer
 from adapters.wiring import Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
+from memlog.context import ContextReads
 from memlog.conversations import Conversations
+from memlog.exchanges import Exchanges
 from memlog.memory import Memory
+from memlog.positions import Positions
+from memlog.privacy import SubjectRequests
+from memlog.replays import Replays
+from memlog.runs import Runs
+from projections.redaction import Redactor
 from schemas.codec import Codec
 from streams.folds import FoldService
 from streams.metrics import Metrics
+from streams.positions import LogPositions
 from streams.producer import EventProducer
 from streams.sealer import Sealer
 
@@ -48,6 +56,7 @@ class Services:
     producer_name: str
     metrics: Metrics | None = None
     _producer: EventProducer | None = None
+    _log: LogPositions | None = None
     _built: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
@@ -150,8 +159,60 @@ class Services:
                 None if read_only else self.producer,
                 self.producer_name,
                 self.settings.fork_entries,
+                None if read_only else lambda: self.folds,
             ),
         )
+
+    @property
+    def positions(self) -> Positions:
+        """Read your writes, and the lag (where the process opened the log's positions)."""
+        return self._use_once("positions", lambda: Positions(self.settings, lambda: self.current, self._log))
+
+    @property
+    def exchanges(self) -> Exchanges:
+        return self._use(
+            "exchanges",
+            lambda: Exchanges(self.producer, self.producer_name, self.idempotency, self.settings.read_wait_seconds),
+        )
+
+    @property
+    def contexts(self) -> ContextReads:
+        return self._use(
+            "contexts",
+            lambda: ContextReads(
+                self.sessions, self.folds, self.memory, self.positions, self.settings.thread_policy(), self.metrics
+            ),
+        )
+
+    @property
+    def redactor(self) -> Redactor:
+        return self._use_once("redactor", self.settings.redactor)
+
+    @property
+    def runs(self) -> Runs:
+        return self._use(
+            "runs", lambda: Runs(self.producer, self.producer_name, self.traces, self.redactor, self.positions)
+        )
+
+    @property
+    def subject_requests(self) -> SubjectRequests:
+        """Erase and export requests; their stores are shared by every namespace."""
+        return self._use_once(
+            "subject-requests",
+            lambda: SubjectRequests(
+                self.producer,
+                self.producer_name,
+                self.ledger,
+                self.exports,
+                self.sealer,
+                self.positions,
+                self.settings.read_wait_seconds,
+            ),
+        )
+
+    @property
+    def replays(self) -> Replays:
+        return self._use_once("replays", lambda: Replays(self.settings))
 
     def stores(self, namespace: str) -> Stores:
         return open_stores(self.settings, self.redis, self.mongo, namespace)
@@ -167,10 +228,16 @@ class Services:
 
 @asynccontextmanager
 async def open_services(
-    settings: Settings, *, producer: bool = False, producer_name: str | None = None, metrics: Metrics | None = None
+    settings: Settings,
+    *,
+    producer: bool = False,
+    producer_name: str | None = None,
+    metrics: Metrics | None = None,
+    log_positions: bool = False,
 ) -> AsyncIterator[Services]:
     """Everything a process of memlog uses, built once. `producer_name` goes into the envelope of
-    what this face produces (the API's is the setting; the CLI and MCP server name themselves)."""
+    what this face produces (the API's is the setting; the CLI and MCP server name themselves);
+    `log_positions` opens the log's end offsets, which the lag report reads."""
     codec = make_codec(settings)
     redis = connections.redis_client(settings)
     mongo = connections.mongo(settings)
@@ -196,8 +263,13 @@ async def open_services(
                 settings, codec, sealer=services.sealer, idempotence=settings.idempotent_producer
             )
             await services._producer.start()
+        if log_positions:
+            services._log = LogPositions(settings)
+            await services._log.start()
         yield services
     finally:
+        if services._log is not None:
+            await services._log.stop()
         if services._producer is not None:
             await services._producer.stop()
         await redis.aclose()

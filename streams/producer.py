@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +32,11 @@ from schemas.events import (
     TRACE_EVENTS,
     Event,
     RunTraced,
-    exchange_events,
     now_ms,
     record_key,
     to_record,
 )
+from schemas.exchanges import ReportedExchange, exchange_events
 from streams.sealer import Sealer
 
 log = logging.getLogger(__name__)
@@ -142,9 +142,14 @@ class EventProducer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
-    async def record_exchange(self, payload: dict[str, Any]) -> Recorded:
-        """Record a whole exchange: question, tool calls and answer, in one batch on one partition."""
-        events = exchange_events(payload, producer=self._settings.producer_name)
+    async def record_exchange(self, exchange: ReportedExchange | Mapping[str, Any]) -> Recorded:
+        """Record a whole exchange: question, tool calls and answer, in one batch on one partition.
+
+        Backends may pass the exchange as a plain dict, shaped like the body of POST /v1/exchanges.
+        """
+        if not isinstance(exchange, ReportedExchange):
+            exchange = ReportedExchange.from_payload(exchange)
+        events = exchange_events(exchange, producer=self._settings.producer_name)
         position = await self.produce(list(events))
         return Recorded(events[0].exchange_id, position)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime as dt
 import json
 import sys
@@ -11,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import Settings
-from memlog import privacy
-from memlog.services import CLI_PRODUCER, Services, open_services
-from projections.position import Position
+from memlog.privacy import Requested
+from memlog.replays import projections_named
+from memlog.services import CLI_PRODUCER, open_services
 from schemas.errors import InvalidEvent, NotCaughtUp
 
 CLI_OPERATOR = "cli"
+CLI_WAIT_SECONDS = 120.0  # how long erase and export wait for the worker to apply them
 
 
 async def run_operator_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -24,46 +24,43 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
         return await _replay(settings, args)
     if args.command == "verify":
         return await _verify(settings, args)
-    async with open_services(settings, producer=args.command in ("erase", "export")) as services:
+    async with open_services(
+        settings, producer=args.command in ("erase", "export"), producer_name=CLI_PRODUCER
+    ) as services:
         await services.follow_pointer()
         if args.command == "ledger":
             for entry in await services.ledger.entries(tenant=args.tenant, subject=args.subject):
                 at = entry.pop("at")
                 print(f"{at.isoformat()}  {entry.pop('kind'):16} {json.dumps(entry, default=str, sort_keys=True)}")
             return 0
-        request_id, position = await privacy.request(
-            services,
-            "erase" if args.command == "erase" else "export",
-            args.tenant,
-            args.subject,
-            requested_by=CLI_OPERATOR,
-            producer=CLI_PRODUCER,
-            reason=args.reason if args.command == "erase" else None,
-        )
-        await _wait_privacy(services, position)
+        requests = services.subject_requests
         if args.command == "erase":
-            done = await services.ledger.get(request_id)
-            deleted = done.get("deleted", {}) if done else {}
-            print(f"erased {args.subject} of {args.tenant} (request {request_id}): {json.dumps(deleted)}")
+            erased = _applied(
+                await requests.erase(
+                    args.tenant, args.subject, requested_by=CLI_OPERATOR, reason=args.reason, wait=CLI_WAIT_SECONDS
+                )
+            )
+            deleted = erased.ledger.get("deleted", {}) if erased.ledger else {}
+            print(f"erased {args.subject} of {args.tenant} (request {erased.request_id}): {json.dumps(deleted)}")
             return 0
-        stored = await services.exports.get(request_id)
-        if stored is None:
-            raise NotCaughtUp(f"export {request_id} was applied but its bundle is gone")
+        export = _applied(
+            await requests.export(args.tenant, args.subject, requested_by=CLI_OPERATOR, wait=CLI_WAIT_SECONDS)
+        )
+        assert export.bundle is not None, "an applied export comes with its bundle"
         if args.output == "-":
-            sys.stdout.write(stored["bundle"] + "\n")
+            sys.stdout.write(export.bundle + "\n")
         else:
-            Path(args.output).write_text(stored["bundle"] + "\n", encoding="utf-8")  # noqa: ASYNC240
+            Path(args.output).write_text(export.bundle + "\n", encoding="utf-8")  # noqa: ASYNC240
             print(f"wrote the bundle of {args.subject} to {args.output}", file=sys.stderr)
         return 0
 
 
-async def _wait_privacy(services: Services, position: Position, limit: float = 120.0) -> None:
-    """The worker applies privacy requests; wait for it (bounded), reading the checkpoint of the live namespace."""
-    deadline = asyncio.get_running_loop().time() + limit
-    while await services.current.privacy.applied(position.topic, position.partition) < position.offset:
-        if asyncio.get_running_loop().time() > deadline:
-            raise NotCaughtUp(f"no worker applied {position.token()} within {limit:.0f}s; is `memlog worker` running?")
-        await asyncio.sleep(0.1)
+def _applied(requested: Requested) -> Requested:
+    """Erase and export print what the worker did, so they fail when it has not done it within the wait."""
+    if not requested.done:
+        position, waited = requested.position.token(), f"{CLI_WAIT_SECONDS:.0f}s"
+        raise NotCaughtUp(f"no worker applied {position} within {waited}; is `memlog worker` running?")
+    return requested
 
 
 def _since(text: str | None) -> int | None:
@@ -80,10 +77,14 @@ def _since(text: str | None) -> int | None:
 
 async def _replay(settings: Settings, args: argparse.Namespace) -> int:
     from streams.replay import replay
-    from streams.worker import PROJECTIONS
 
-    which = PROJECTIONS if args.projection == "all" else (args.projection,)
-    report = await replay(settings, which, since_ms=_since(args.since), switch=not args.no_switch, workers=args.workers)
+    report = await replay(
+        settings,
+        projections_named(args.projection),
+        since_ms=_since(args.since),
+        switch=not args.no_switch,
+        workers=args.workers,
+    )
     print(
         f"replayed {report.events:,} events into {report.namespace} in {report.seconds:.1f}s "
         f"({report.rate:,.0f} events/s); dead letters seen again: {report.dead_letters}"

@@ -6,11 +6,10 @@ import argparse
 import json
 
 from config.settings import Settings
+from memlog.conversations import conversation_ref
 from memlog.services import CLI_PRODUCER, open_services
-from projections.archives import ConversationRef, parse_thread
-from projections.session import ThreadKey
-from schemas.errors import InvalidEvent, NothingToDo
-from schemas.events import MAIN_CONVERSATION, SESSION_THREAD, Envelope, ThreadReset, check_name, now_ms
+from schemas.errors import InvalidEvent
+from schemas.events import check_name, now_ms
 
 
 def _flag(value: str | None) -> bool | None:
@@ -18,8 +17,7 @@ def _flag(value: str | None) -> bool | None:
 
 
 async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
-    kind, owner = parse_thread(args.thread)
-    ref = ConversationRef(check_name("tenant", args.tenant), kind, owner, check_name("conversation", args.conversation))
+    ref = conversation_ref(args.tenant, args.thread, args.conversation)
     async with open_services(settings, producer=True, producer_name=CLI_PRODUCER) as services:
         conversations = services.threads()
         if args.action == "list":
@@ -28,11 +26,7 @@ async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
         if args.action in ("rename", "fork") and not args.target:
             raise InvalidEvent("target", f"{args.action} needs --target")
         if args.action == "compact":
-            if ref.conversation != MAIN_CONVERSATION:
-                raise InvalidEvent("conversation", "only the current conversation (main) is compacted")
-            position = await services.folds.fold(ThreadKey(ref.tenant, ref.thread, ref.owner), force=True)
-            if position is None:
-                raise NothingToDo("nothing to compact")
+            position = await conversations.compact(ref)
         elif args.action == "reset":
             position = await conversations.reset(ref, args.reason)
         elif args.action == "rename":
@@ -60,6 +54,5 @@ async def run_retention(settings: Settings, args: argparse.Namespace) -> str:
 
 
 async def reset_session(settings: Settings, tenant: str, subject: str, reason: str) -> str:
-    envelope = Envelope(tenant=tenant, subject=subject, thread=SESSION_THREAD, producer=CLI_PRODUCER)
-    async with open_services(settings, producer=True) as services:
-        return (await services.producer.produce([ThreadReset(envelope, reason)])).token()
+    async with open_services(settings, producer=True, producer_name=CLI_PRODUCER) as services:
+        return (await services.threads().reset_session(tenant, subject, reason)).token()

@@ -9,7 +9,8 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from config.settings import Settings
 from memlog.services import Services
 from schemas.errors import ServiceSetupError
-from schemas.events import exchange_events, from_record, record_key
+from schemas.events import from_record, record_key
+from schemas.exchanges import ReportedExchange, exchange_events
 from streams.topics import check_retention, ensure_topics
 from tests.kafka import consume_all
 
@@ -89,4 +90,5 @@ async def test_events_of_any_one_subject_always_share_a_partition(services: Serv
         second = await services.producer.record_exchange({"tenant": tenant, "subject": subject, "question": "2"})
         assert first.position.partition == second.position.partition
         positions[(tenant, subject)] = first.position.partition
-    assert len(exchange_events({"tenant": "a", "subject": "x", "question": "q"}, producer="p")) == 1
+    question_only = ReportedExchange.from_payload({"tenant": "a", "subject": "x", "question": "q"})
+    assert len(exchange_events(question_only, producer="p")) == 1

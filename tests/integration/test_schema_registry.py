@@ -12,7 +12,8 @@ from memlog.localstack import SchemaRegistry
 from memlog.services import make_codec
 from schemas.catalog import Catalog
 from schemas.codec import Codec
-from schemas.events import exchange_events, from_record, to_record
+from schemas.events import from_record, to_record
+from schemas.exchanges import ReportedExchange, exchange_events
 from schemas.registry import HttpSchemaRegistry
 from tests.kafka import consume_all
 
@@ -31,13 +32,15 @@ def registry_url(stack: Settings) -> Iterator[str]:
 def test_events_use_the_confluent_framing_and_decode_in_a_fresh_consumer(registry_url: str) -> None:
     producer_codec = Codec(Catalog(), HttpSchemaRegistry(registry_url))
     events = exchange_events(
-        {
-            "tenant": "t",
-            "subject": "s",
-            "question": "q",
-            "tool_calls": [{"name": "n", "result": [1, 2]}],
-            "answer": "a",
-        },
+        ReportedExchange.from_payload(
+            {
+                "tenant": "t",
+                "subject": "s",
+                "question": "q",
+                "tool_calls": [{"name": "n", "result": [1, 2]}],
+                "answer": "a",
+            }
+        ),
         producer="test",
     )
     encoded = [producer_codec.encode(e.TYPE, to_record(e)) for e in events]

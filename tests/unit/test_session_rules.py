@@ -36,8 +36,8 @@ from schemas.events import (
     ThreadFolded,
     ThreadReset,
     ToolCalled,
-    exchange_events,
 )
+from schemas.exchanges import ReportedExchange, exchange_events
 from tests.unit.strategies import session_histories
 
 POLICY = ThreadPolicy()
@@ -60,13 +60,15 @@ def words(text: str) -> int:
 
 def test_an_exchange_holds_its_question_tool_results_and_answer(count_tokens: TokenCounter) -> None:
     events = exchange_events(
-        {
-            "tenant": "castle",
-            "subject": "ann",
-            "question": "what is in the chest?",
-            "tool_calls": [{"name": "open_chest", "arguments": {"x": 1}, "result": {"diamond": 12}}],
-            "answer": "12 diamonds",
-        },
+        ReportedExchange.from_payload(
+            {
+                "tenant": "castle",
+                "subject": "ann",
+                "question": "what is in the chest?",
+                "tool_calls": [{"name": "open_chest", "arguments": {"x": 1}, "result": {"diamond": 12}}],
+                "answer": "12 diamonds",
+            }
+        ),
         producer="test",
         now=T0,
     )
@@ -268,15 +270,17 @@ def test_the_rendered_context_only_grows_at_the_end_across_50_exchanges(count_to
     for number in range(1, 51):
         at = T0 + number
         for event in exchange_events(
-            {
-                "tenant": "castle",
-                "subject": "ann",
-                "question": f"question {number}",
-                "tool_calls": [{"name": "look", "result": {"n": number}}],
-                "answer": f"answer {number}",
-                "exchange_id": f"x{number}",
-                "channel": "askx" if number % 7 == 0 else "v2",
-            },
+            ReportedExchange.from_payload(
+                {
+                    "tenant": "castle",
+                    "subject": "ann",
+                    "question": f"question {number}",
+                    "tool_calls": [{"name": "look", "result": {"n": number}}],
+                    "answer": f"answer {number}",
+                    "exchange_id": f"x{number}",
+                    "channel": "askx" if number % 7 == 0 else "v2",
+                }
+            ),
             producer="test",
             now=at,
         ):
@@ -351,14 +355,14 @@ async def test_batched_application_with_redelivery_equals_the_pure_fold(
 )
 def test_invalid_exchanges_are_refused_naming_the_field(payload: dict[str, object], field: str) -> None:
     with pytest.raises(InvalidEvent) as caught:
-        exchange_events(payload, producer="test")
+        exchange_events(ReportedExchange.from_payload(payload), producer="test")
     assert caught.value.field == field
 
 
 def test_a_retried_exchange_keeps_its_id() -> None:
     payload = {"tenant": "t", "subject": "s", "question": "q", "idempotency_key": "k1"}
-    first = exchange_events(payload, producer="p")[0]
-    second = exchange_events(payload, producer="p")[0]
-    other_tenant = exchange_events({**payload, "tenant": "u"}, producer="p")[0]
+    first = exchange_events(ReportedExchange.from_payload(payload), producer="p")[0]
+    second = exchange_events(ReportedExchange.from_payload(payload), producer="p")[0]
+    other_tenant = exchange_events(ReportedExchange.from_payload({**payload, "tenant": "u"}), producer="p")[0]
     assert first.exchange_id == second.exchange_id != other_tenant.exchange_id
     assert json.loads(json.dumps(first.exchange_id)) == first.exchange_id

@@ -1,0 +1,70 @@
+"""The ASGI app: its lifespan opens the services; handlers and routers do the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from config.settings import Settings
+from memlog.api import handlers
+from memlog.api.routers import context, conversations, exchanges, facts, health, privacy, replays, runs
+from memlog.credentials import Credentials
+from memlog.services import Services, open_services
+from schemas.errors import StoreUnavailable
+from streams.metrics import Metrics
+
+log = logging.getLogger(__name__)
+ROUTERS = (health, exchanges, context, facts, runs, privacy, replays, conversations)
+POINTER_SECONDS = 1.0  # how soon reads follow a replay's switch to its rebuilt namespace
+
+
+def create_api(settings: Settings) -> FastAPI:
+    """The ASGI app. Clients are opened in its lifespan, never at import."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_services(settings, producer=True, metrics=Metrics(), log_positions=True) as services:
+            # a summarizer or embedder set up wrongly stops the API at start, not at the first fold or recall
+            services.summarizer  # noqa: B018
+            services.embedder  # noqa: B018
+            app.state.services = services
+            for prepare in (
+                services.vault.prepare,
+                services.ledger.prepare,
+                services.exports.prepare,
+                services.idempotency.prepare,
+            ):
+                try:
+                    await prepare()
+                except StoreUnavailable as exc:
+                    log.warning("stores not prepared yet: %s", exc)
+            follower = asyncio.create_task(_follow_namespace(services))
+            log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
+            try:
+                yield
+            finally:
+                follower.cancel()
+
+    app = FastAPI(
+        title="memlog", version="0.1.0", lifespan=lifespan, description="Event-sourced memory for AI agent backends."
+    )
+    app.state.credentials = Credentials.from_settings(settings)
+    handlers.install(app)
+    for area in ROUTERS:
+        app.include_router(area.router)
+    return app
+
+
+async def _follow_namespace(services: Services) -> None:
+    """Reads follow the namespace pointer: a finished replay moves them to the rebuilt namespace."""
+    while True:
+        try:
+            if await services.follow_pointer():
+                log.warning("reads switched to namespace %s", services.current.namespace)
+        except StoreUnavailable as exc:
+            log.warning("namespace pointer unreadable: %s", exc)
+        await asyncio.sleep(POINTER_SECONDS)

@@ -1,0 +1,29 @@
+"""What routes share: the opened services, the raw request body, the read-your-writes query parameters."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+
+from memlog.services import Services
+from schemas.errors import InvalidEvent
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(_services)]
+
+AFTER = Query(default=None, description="A position token; wait until it is applied.")
+WAIT = Query(default=None, ge=0, description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.")
+
+
+async def original(request: Request) -> str:
+    """The request's JSON text exactly as received: escapes such as \\u0000 and \\ud800 stay as they were."""
+    try:
+        return (await request.body()).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidEvent("body", f"is not UTF-8: {exc}") from None

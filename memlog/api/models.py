@@ -1,0 +1,327 @@
+"""The API's request and response bodies; requests convert into the use cases' typed values."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from config.settings import MAX_REPLAY_WORKERS
+from memlog.context import ThreadContext
+from memlog.runs import Run, RunStep, RunToolCall
+from schemas.exchanges import AnswerPart, QuestionPart, ReportedExchange, Route, ToolCallPart, ToolUse
+
+
+class ToolCallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: Any = Field(default_factory=dict, description="Any JSON value.")
+    result: Any = Field(default=None, description="Any JSON value; kept whole so follow-ups need no second call.")
+    ok: bool = True
+    duration_ms: int | None = Field(default=None, ge=0)
+
+    def to_tool_use(self) -> ToolUse:
+        return ToolUse(self.name, self.arguments, self.result, self.ok, self.duration_ms)
+
+
+class ExchangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    subject: str
+    thread: Literal["session", "public", "automation"] = Field(
+        default="session",
+        description="session: the subject's own; public: the tenant's public thread; automation: the agent's.",
+    )
+    asker: str | None = Field(default=None, description="Display name; public questions start with it.")
+    question: str
+    tool_calls: list[ToolCallIn] = Field(default_factory=list)
+    answer: str | None = None
+    channel: Literal["v1", "v2", "askx"] = "v2"
+    idempotency_key: str | None = None
+    occurred_at: int | None = Field(default=None, ge=0, description="Epoch milliseconds; defaults to now.")
+    agent: str | None = None
+    model: str | None = None
+    exchange_id: str | None = Field(default=None, description="Your own id for it; default: a new one.")
+    conversation: str | None = Field(
+        default=None, description="The conversation of the thread; default: its current one (main)."
+    )
+
+    def to_exchange(self, original: str) -> ReportedExchange:
+        """`original`: the request's JSON text exactly as received."""
+        return ReportedExchange(
+            route=Route(self.tenant, self.subject, self.thread, self.agent, self.conversation, self.occurred_at),
+            question=self.question,
+            tool_calls=tuple(call.to_tool_use() for call in self.tool_calls),
+            answer=self.answer,
+            channel=self.channel,
+            asker=self.asker,
+            model=self.model,
+            idempotency_key=self.idempotency_key,
+            exchange_id=self.exchange_id,
+            original=original,
+        )
+
+
+class Routed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    subject: str
+    occurred_at: int | None = Field(default=None, ge=0)
+    agent: str | None = None
+    conversation: str | None = None
+
+    def route(self, thread: str) -> Route:
+        return Route(self.tenant, self.subject, thread, self.agent, self.conversation, self.occurred_at)
+
+
+class QuestionIn(Routed):
+    thread: Literal["session", "public", "automation"] = "session"
+    asker: str | None = None
+    question: str
+    channel: Literal["v1", "v2", "askx"] = "v2"
+    idempotency_key: str | None = None
+
+    def to_part(self, original: str) -> QuestionPart:
+        return QuestionPart(
+            self.route(self.thread), self.question, self.channel, self.asker, self.idempotency_key, original
+        )
+
+
+class ToolCallEventIn(Routed):
+    thread: Literal["session", "public", "automation"] = "session"
+    call_index: int = Field(ge=0, description="Order of the call within the exchange, from 0.")
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    result: Any = None
+    ok: bool = True
+    duration_ms: int | None = Field(default=None, ge=0)
+
+    def to_part(self, original: str) -> ToolCallPart:
+        call = ToolUse(self.name, self.arguments, self.result, self.ok, self.duration_ms)
+        return ToolCallPart(self.route(self.thread), self.call_index, call, original)
+
+
+class AnswerIn(Routed):
+    thread: Literal["session", "public", "automation"] = "session"
+    answer: str
+    model: str | None = None
+
+    def to_part(self, original: str) -> AnswerPart:
+        return AnswerPart(self.route(self.thread), self.answer, self.model, original)
+
+
+class Accepted(BaseModel):
+    exchange_id: str
+    position: str
+    idempotent: bool = False
+
+
+class ToolCallOut(BaseModel):
+    name: str
+    arguments: Any
+    result: Any
+    ok: bool
+    duration_ms: int | None
+
+
+class ExchangeOut(BaseModel):
+    exchange_id: str
+    question: str
+    tool_calls: list[ToolCallOut]
+    answer: str | None
+    channel: str
+    occurred_at: int
+    complete: bool
+    line: str | None = Field(description="askx exchanges: the one line they land as (seed 000).")
+
+
+class Context(BaseModel):
+    tenant: str
+    subject: str | None
+    thread: str
+    owner: str
+    summary: str
+    exchanges: list[ExchangeOut]
+    facts: list[FactOut] = Field(description="The lasting facts that bear on the question (seed 003).")
+    tokens: int = Field(description="Tokens the thread holds (exchanges and summary), counted with tiktoken.")
+    fold_at_tokens: int
+    tokens_to_fold: int = Field(description="How far the thread is from the next fold, in tokens.")
+    exchanges_to_fold: int = Field(description="How far the thread is from the next fold, in exchanges.")
+    rendered: str = Field(description="The context as one text; between folds it only grows at the end.")
+    rendered_facts: str = Field(default="", description="The facts as lines, to put under a heading of their own.")
+
+    @classmethod
+    def of(cls, context: ThreadContext) -> Context:
+        return cls.model_validate(vars(context))
+
+
+class FactIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    scope: Literal["agent", "shared"] | None = Field(
+        default=None,
+        description="agent: only that agent recalls it; shared: every agent of the tenant. "
+        "Default: agent when an agent is given, else shared.",
+    )
+    agent: str | None = Field(default=None, description="The agent that saves it (needed for scope agent).")
+    source: Literal["agent", "subject"] = Field(default="subject", description="Saved by the agent or by hand.")
+
+
+class FactEdit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    agent: str | None = None
+
+
+class FactOut(BaseModel):
+    fact_id: str
+    scope: str
+    agent: str | None
+    text: str
+    source: str
+    created_at: int
+    updated_at: int
+    score: float | None = None
+    how: str | None = Field(default=None, description="keyword, similarity, or recent (nothing matched).")
+
+
+class FactAccepted(BaseModel):
+    fact_id: str
+    position: str
+
+
+class FactsOut(BaseModel):
+    tenant: str
+    subject: str
+    facts: list[FactOut]
+    limit: int
+
+
+class ToolRunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    exchange_id: str | None = Field(default=None, description="Record the call in this exchange's transcript.")
+    call_index: int | None = Field(default=None, ge=0, description="Its place among the exchange's tool calls.")
+
+
+class ModelStepIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seq: int | None = Field(default=None, ge=0, description="Place in the timeline; default: by start time.")
+    model: str
+    prompt: str
+    output: str
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    started_at: int = Field(ge=0)
+    duration_ms: int = Field(ge=0)
+
+
+class TraceToolCallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seq: int | None = Field(default=None, ge=0)
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    result: Any = None
+    ok: bool = True
+    started_at: int = Field(ge=0)
+    duration_ms: int = Field(ge=0)
+
+
+class RunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    subject: str | None = None
+    agent: str
+    run_id: str | None = None
+    status: Literal["ok", "error"]
+    started_at: int = Field(ge=0)
+    ended_at: int = Field(ge=0)
+    steps: list[ModelStepIn] = Field(default_factory=list)
+    tool_calls: list[TraceToolCallIn] = Field(default_factory=list)
+
+    def to_run(self) -> Run:
+        steps = tuple(
+            RunStep(s.seq, s.model, s.prompt, s.output, s.input_tokens, s.output_tokens, s.started_at, s.duration_ms)
+            for s in self.steps
+        )
+        calls = tuple(
+            RunToolCall(c.seq, c.name, c.started_at, c.duration_ms, c.arguments, c.result, c.ok)
+            for c in self.tool_calls
+        )
+        return Run(
+            self.tenant,
+            self.subject,
+            self.agent,
+            self.run_id,
+            self.status,
+            self.started_at,
+            self.ended_at,
+            steps,
+            calls,
+        )
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    sampled: bool = Field(description="False: TRACE_SAMPLE left this run out; nothing was produced.")
+    position: str | None
+    bytes: int
+
+
+class ResetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = None
+
+
+class EraseIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(default=None, description="Recorded in the log; do not put personal data here.")
+
+
+class ReplayIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    projection: Literal["sessions", "facts", "traces", "archives", "all"] = "all"
+    since: int | None = Field(default=None, ge=0, description="Epoch ms to start from; default: the beginning.")
+    switch: bool = Field(default=True, description="Move reads to the rebuilt namespace when it has caught up.")
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_REPLAY_WORKERS,
+        description="Processes sharing the partitions; default MEMLOG_REPLAY_WORKERS.",
+    )
+
+
+class PrivacyOut(BaseModel):
+    request_id: str
+    position: str
+    done: bool = Field(description="False: the worker has not applied it within the wait; ask the ledger later.")
+    ledger: dict[str, Any] | None = None
+
+
+class TargetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    target: str = Field(description="The new conversation's name; it must not exist, nor be the source.")
+
+
+class ArchiveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    archived: bool | None = None
+    protected: bool | None = Field(default=None, description="Protected conversations are never deleted by retention.")
+    kind: Literal["main", "task", "subagent"] | None = Field(default=None, description="The retention policy.")
+    label: str | None = None
+
+
+class PurgeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = None
+
+
+class RetentionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    confirm: bool = Field(default=False, description="Without it, a dry run: the targets only.")
+    now: int | None = Field(default=None, ge=0, description="Epoch ms to plan against; default: now.")
+
+
+class OperationAccepted(BaseModel):
+    conversation: str
+    position: str

@@ -1,0 +1,210 @@
+"""Threads and their conversation archives (seed 004): reads, search, export, operations, retention."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from memlog.api.auth import OPERATOR_ONLY, TENANT_ONLY
+from memlog.api.deps import AFTER, WAIT, ServicesDep
+from memlog.api.models import Accepted, ArchiveIn, OperationAccepted, PurgeIn, ResetIn, RetentionIn, TargetIn
+from memlog.conversations import conversation_ref
+from projections.archives import ConversationRef
+from projections.position import Position
+from schemas.errors import NotFound
+from schemas.events import check_name, now_ms
+
+router = APIRouter()
+THREAD = "/v1/tenants/{tenant}/threads/{thread}"
+CONVERSATION = THREAD + "/conversations/{conversation}"
+
+
+def operation(ref: ConversationRef, position: Position) -> OperationAccepted:
+    return OperationAccepted(conversation=ref.conversation, position=position.token())
+
+
+@router.post(
+    "/v1/tenants/{tenant}/subjects/{subject}/reset", status_code=202, response_model=Accepted, dependencies=TENANT_ONLY
+)
+async def reset(tenant: str, subject: str, services: ServicesDep, body: ResetIn | None = None) -> Accepted:
+    """A new session (seed 000 "/allay new"): the exchanges leave the active session; memories stay."""
+    position = await services.threads().reset_session(tenant, subject, body.reason if body else None)
+    return Accepted(exchange_id="", position=position.token())
+
+
+@router.get(THREAD + "/conversations", dependencies=TENANT_ONLY)
+async def list_conversations(
+    tenant: str, thread: str, services: ServicesDep, after: str | None = AFTER, wait: float | None = WAIT
+) -> dict[str, Any]:
+    """The thread's conversations with their archive metadata; `main` is the current one."""
+    ref = conversation_ref(tenant, thread)
+    await services.positions.wait_all(after, wait, archive=True)
+    metas = await services.conversations.conversations(ref.tenant, ref.thread, ref.owner)
+    return {"tenant": tenant, "thread": thread, "conversations": [m.view() for m in metas]}
+
+
+@router.get(THREAD + "/search", dependencies=TENANT_ONLY)
+async def search(
+    tenant: str,
+    thread: str,
+    services: ServicesDep,
+    q: str = Query(description="Exact phrase first, then ASCII token coverage (two tokens for a multi-term query)."),
+    scope: Literal["current", "history"] = Query(
+        default="current",
+        description="current: active and compacted history since the latest reset; "
+        "history: the agent's whole history, reset archives included, labelled by provenance.",
+    ),
+    conversation: str | None = Query(default=None, description="One conversation; default: all of the thread."),
+    since: int | None = Query(default=None, ge=0, description="Occurred at or after (epoch ms)."),
+    until: int | None = Query(default=None, ge=0, description="Occurred before (epoch ms)."),
+    neighbours: int = Query(default=1, ge=0, le=3, description="Entries either side of each result."),
+    limit: int = Query(default=20, ge=1, le=200),
+    cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> dict[str, Any]:
+    """Explicit search over the thread's archived originals (004, "Search and recall")."""
+    ref = conversation_ref(tenant, thread)
+    if conversation is not None:
+        check_name("conversation", conversation)
+    await services.positions.wait_all(after, wait, archive=True)
+    return await services.threads().search(
+        ref.tenant,
+        ref.thread,
+        ref.owner,
+        q,
+        scope=scope,
+        conversation=conversation,
+        since=since,
+        until=until,
+        radius=neighbours,
+        limit=limit,
+        cursor=cursor,
+    )
+
+
+@router.get(CONVERSATION + "/export", dependencies=TENANT_ONLY)
+async def export(
+    tenant: str,
+    thread: str,
+    conversation: str,
+    services: ServicesDep,
+    archives: Literal["current", "reset"] = Query(
+        default="current",
+        description="current: compacted generations since the latest reset plus the active entries; "
+        "reset: the reset archives.",
+    ),
+    limit: int = Query(default=500, ge=1, le=500),
+    cursor: str | None = None,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> dict[str, Any]:
+    """The transcript from one snapshot: entries appended after the first page are not in it."""
+    await services.positions.wait_all(after, wait, archive=True)
+    return await services.threads().export(
+        conversation_ref(tenant, thread, conversation), archives=archives, limit=limit, cursor=cursor
+    )
+
+
+@router.get(THREAD + "/entries/{entry_id}", dependencies=TENANT_ONLY)
+async def entry(
+    tenant: str,
+    thread: str,
+    entry_id: str,
+    services: ServicesDep,
+    conversation: str | None = None,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> dict[str, Any]:
+    """One entry with its original: the live entry first, then its archived occurrence."""
+    ref = conversation_ref(tenant, thread)
+    await services.positions.wait_all(after, wait, archive=True)
+    found = await services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
+    if found is None:
+        raise NotFound(f"no entry {entry_id} in {thread}")
+    return {**found.view(), "original": found.original}
+
+
+@router.get(THREAD + "/entries/{entry_id}/original", dependencies=TENANT_ONLY)
+async def original(
+    tenant: str,
+    thread: str,
+    entry_id: str,
+    services: ServicesDep,
+    conversation: str | None = None,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> Response:
+    """The JSON text exactly as it was received, byte for byte."""
+    ref = conversation_ref(tenant, thread)
+    await services.positions.wait_all(after, wait, archive=True)
+    found = await services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
+    if found is None:
+        raise NotFound(f"no entry {entry_id} in {thread}")
+    if found.original is None:
+        raise NotFound(f"entry {entry_id} came with its exchange; its original is that of {found.exchange_id}.q")
+    return Response(found.original.encode("utf-8"), media_type="application/json")
+
+
+@router.post(CONVERSATION + "/compact", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+async def compact(tenant: str, thread: str, conversation: str, services: ServicesDep) -> OperationAccepted:
+    """Fold the current conversation now (the session fold); the whole previous generation is archived first."""
+    ref = conversation_ref(tenant, thread, conversation)
+    return operation(ref, await services.threads().compact(ref))
+
+
+@router.post(CONVERSATION + "/reset", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+async def reset_conversation(
+    tenant: str, thread: str, conversation: str, services: ServicesDep, body: ResetIn | None = None
+) -> OperationAccepted:
+    """Clear the active transcript into a reset archive; reset is not erasure."""
+    ref = conversation_ref(tenant, thread, conversation)
+    return operation(ref, await services.threads().reset(ref, body.reason if body else None))
+
+
+@router.post(CONVERSATION + "/rename", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+async def rename(
+    tenant: str, thread: str, conversation: str, body: TargetIn, services: ServicesDep
+) -> OperationAccepted:
+    """Move the conversation's identity to `target`; payloads and archives move with it."""
+    ref = conversation_ref(tenant, thread, conversation)
+    return operation(ref, await services.threads().rename(ref, body.target))
+
+
+@router.post(CONVERSATION + "/fork", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+async def fork(tenant: str, thread: str, conversation: str, body: TargetIn, services: ServicesDep) -> OperationAccepted:
+    """Copy the newest MEMLOG_FORK_ENTRIES active entries to a new conversation; the source is unchanged."""
+    ref = conversation_ref(tenant, thread, conversation)
+    return operation(ref, await services.threads().fork(ref, body.target))
+
+
+@router.post(CONVERSATION + "/archive", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+async def archive(
+    tenant: str, thread: str, conversation: str, body: ArchiveIn, services: ServicesDep
+) -> OperationAccepted:
+    """Change archive metadata only (archived, protected, kind, label)."""
+    ref = conversation_ref(tenant, thread, conversation)
+    position = await services.threads().archive(
+        ref, archived=body.archived, protected=body.protected, kind=body.kind, label=body.label
+    )
+    return operation(ref, position)
+
+
+@router.post(CONVERSATION + "/purge", status_code=202, response_model=OperationAccepted, dependencies=OPERATOR_ONLY)
+async def purge(
+    tenant: str, thread: str, conversation: str, services: ServicesDep, body: PurgeIn | None = None
+) -> OperationAccepted:
+    """Operators only: delete the conversation's authority and its archives."""
+    ref = conversation_ref(tenant, thread, conversation)
+    return operation(ref, await services.threads().purge(ref, body.reason if body else None))
+
+
+@router.post("/v1/tenants/{tenant}/retention", dependencies=OPERATOR_ONLY)
+async def retention(tenant: str, services: ServicesDep, body: RetentionIn | None = None) -> dict[str, Any]:
+    """Operators only: a dry run by default; with confirm, each target is re-checked, then purged."""
+    check_name("tenant", tenant)
+    run = body or RetentionIn()
+    now = run.now if run.now is not None else now_ms()
+    return await services.threads().retention(tenant, services.settings.retention_policy(), now, confirm=run.confirm)

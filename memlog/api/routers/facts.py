@@ -1,0 +1,96 @@
+"""A subject's lasting facts (seeds 000, 003), and the memory tools an agent calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from memlog.api.auth import TENANT_ONLY
+from memlog.api.deps import AFTER, WAIT, ServicesDep
+from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
+from memlog.memory import TOOL_DEFINITIONS, recalled_view
+from schemas.events import check_name
+
+router = APIRouter()
+FACTS = "/v1/tenants/{tenant}/subjects/{subject}/facts"
+
+
+@router.post(FACTS, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+async def remember(tenant: str, subject: str, body: FactIn, services: ServicesDep) -> FactAccepted:
+    """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent."""
+    check_name("tenant", tenant)
+    check_name("subject", subject)
+    fact_id, position = await services.memory.remember(
+        tenant, subject, body.text, agent=body.agent, scope=body.scope, source=body.source
+    )
+    return FactAccepted(fact_id=fact_id, position=position.token())
+
+
+@router.get(FACTS, response_model=FactsOut, dependencies=TENANT_ONLY)
+async def list_facts(
+    tenant: str,
+    subject: str,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+    agent: str | None = Query(default=None, description="Only what this agent recalls; all facts without it."),
+    q: str | None = Query(default=None, description="Search: facts that share a word with it, best first."),
+) -> FactsOut:
+    """Every fact memlog keeps about the subject (seed 000 "/allay memory"): listable, searchable."""
+    check_name("tenant", tenant)
+    check_name("subject", subject)
+    await services.positions.wait_all(after, wait)
+    if q:
+        facts = [FactOut(**recalled_view(hit)) for hit in await services.memory.search(tenant, subject, q, agent)]
+    else:
+        facts = [FactOut(**fact.view()) for fact in await services.memory.facts(tenant, subject, agent)]
+    return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=services.settings.facts_max)
+
+
+@router.patch(FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+async def revise(
+    tenant: str, subject: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
+) -> FactAccepted:
+    """Edit a fact. `after` makes sure a fact just saved is seen first."""
+    await services.positions.wait_all(after)
+    position = await services.memory.revise(tenant, subject, fact_id, body.text, body.agent)
+    return FactAccepted(fact_id=fact_id, position=position.token())
+
+
+@router.delete(FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+async def forget(
+    tenant: str, subject: str, fact_id: str, services: ServicesDep, after: str | None = AFTER
+) -> FactAccepted:
+    """Delete a fact; it influences no later read."""
+    await services.positions.wait_all(after)
+    position = await services.memory.forget(tenant, subject, fact_id, None)
+    return FactAccepted(fact_id=fact_id, position=position.token())
+
+
+@router.delete(FACTS, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+async def forget_all(tenant: str, subject: str, services: ServicesDep) -> FactAccepted:
+    """Delete every fact (seed 000 "/allay forget")."""
+    check_name("tenant", tenant)
+    check_name("subject", subject)
+    position = await services.memory.clear(tenant, subject)
+    return FactAccepted(fact_id="*", position=position.token())
+
+
+@router.get("/v1/tools")
+async def tools() -> list[dict[str, Any]]:
+    """The agent's memory tools, as function-calling definitions."""
+    return TOOL_DEFINITIONS
+
+
+@router.post("/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/tools/{name}", dependencies=TENANT_ONLY)
+async def run_tool(
+    tenant: str, subject: str, agent: str, name: str, body: ToolRunIn, services: ServicesDep
+) -> dict[str, Any]:
+    """Execute remember, recall or forget for an agent; with exchange_id the call joins the transcript."""
+    check_name("tenant", tenant)
+    check_name("subject", subject)
+    check_name("agent", agent)
+    return await services.memory.run_tool(
+        tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
+    )

@@ -1,0 +1,30 @@
+"""Replays an operator starts over HTTP and follows by id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from memlog.api.auth import OPERATOR_ONLY, requested_by
+from memlog.api.deps import ServicesDep
+from memlog.api.models import ReplayIn
+from schemas.errors import NotFound
+
+router = APIRouter()
+
+
+@router.post("/v1/replays", status_code=202, dependencies=OPERATOR_ONLY)
+async def start_replay(body: ReplayIn, request: Request, services: ServicesDep) -> dict[str, Any]:
+    """Rebuild projections from the topics into a fresh namespace (all tenants; operators only)."""
+    return services.replays.start(
+        body.projection, since=body.since, switch=body.switch, workers=body.workers, requested_by=requested_by(request)
+    )
+
+
+@router.get("/v1/replays/{replay_id}", dependencies=OPERATOR_ONLY)
+async def replay_status(replay_id: str, services: ServicesDep) -> dict[str, Any]:
+    status = services.replays.status(replay_id)
+    if status is None:
+        raise NotFound(f"no replay {replay_id} in this API process")
+    return status

@@ -1,0 +1,57 @@
+"""Runs (seed 000, "Traces"): traced by backends, seen by operators as shapes only."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from memlog.admin import TRACES_PAGE
+from memlog.api.auth import OPERATOR_ONLY, guard_body
+from memlog.api.deps import AFTER, ServicesDep
+from memlog.api.models import RunAccepted, RunIn
+from schemas.errors import NotFound
+
+router = APIRouter()
+
+
+@router.post("/v1/runs", status_code=202, response_model=RunAccepted)
+async def trace_run(body: RunIn, request: Request, services: ServicesDep) -> RunAccepted:
+    """Trace one run (seed 000, "Traces"): redacted before it is produced, sampled by run id."""
+    guard_body(request, body.tenant)
+    traced = await services.runs.trace(body.to_run())
+    position = None if traced.position is None else traced.position.token()
+    return RunAccepted(run_id=traced.run_id, sampled=traced.sampled, position=position, bytes=traced.bytes)
+
+
+@router.get("/v1/tenants/{tenant}/runs", dependencies=OPERATOR_ONLY)
+async def runs(
+    tenant: str,
+    services: ServicesDep,
+    agent: str | None = None,
+    status: Literal["ok", "error"] | None = None,
+    since: int | None = Query(default=None, ge=0, description="Started at or after (epoch ms)."),
+    until: int | None = Query(default=None, ge=0, description="Started before (epoch ms)."),
+    limit: int = Query(default=50, ge=1, le=500),
+    after: str | None = AFTER,
+) -> dict[str, Any]:
+    """Recent runs of a tenant, by shape only."""
+    shapes = await services.runs.recent(
+        tenant, agent=agent, status=status, since=since, until=until, limit=limit, after=after
+    )
+    return {"tenant": tenant, "runs": shapes}
+
+
+@router.get("/v1/tenants/{tenant}/runs/{run_id}", dependencies=OPERATOR_ONLY)
+async def run_shape(tenant: str, run_id: str, services: ServicesDep, after: str | None = AFTER) -> JSONResponse:
+    """One run's shape as a timeline: steps, models, tools, success, tokens, timings; never their text."""
+    shape = await services.runs.shape(tenant, run_id, after=after)
+    if shape is None:
+        raise NotFound(f"no trace of run {run_id} in {tenant} (never traced, sampled out, or expired)")
+    return JSONResponse(shape)
+
+
+@router.get("/admin/traces", response_class=HTMLResponse, include_in_schema=False)
+async def traces_page() -> HTMLResponse:
+    return HTMLResponse(TRACES_PAGE)

@@ -1,0 +1,127 @@
+"""The context an agent reads before it answers: the thread, folded first when it is urgent, and the facts."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from adapters.redis_store import RedisSessionStore
+from adapters.summarizers import SummarizerFailed
+from memlog.memory import Memory, recalled_view
+from memlog.positions import Positions
+from projections.session import Session, ThreadKey, ThreadPolicy
+from schemas.events import SESSION_THREAD, check_name
+from streams.folds import FoldService
+from streams.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ThreadContext:
+    tenant: str
+    subject: str | None
+    thread: str
+    owner: str
+    summary: str
+    exchanges: list[dict[str, Any]]
+    tokens: int  # the thread's exchanges and summary, counted with tiktoken
+    fold_at_tokens: int
+    tokens_to_fold: int
+    exchanges_to_fold: int
+    rendered: str  # between folds it only grows at the end
+    facts: list[dict[str, Any]] = field(default_factory=list)  # the facts that bear on the question
+    rendered_facts: str = ""
+
+
+class ContextReads:
+    """Args:
+    sessions: the namespace's threads.
+    folds: folds a thread past the urgent threshold before it is read.
+    memory: recalls the facts that bear on the question.
+    positions: waits for `after` and for an urgent fold to be applied.
+    policy: the fold thresholds.
+    metrics: latencies of context reads and recalls; None where nothing is measured.
+    """
+
+    def __init__(
+        self,
+        sessions: RedisSessionStore,
+        folds: FoldService,
+        memory: Memory,
+        positions: Positions,
+        policy: ThreadPolicy,
+        metrics: Metrics | None,
+    ) -> None:
+        self._sessions = sessions
+        self._folds = folds
+        self._memory = memory
+        self._positions = positions
+        self._policy = policy
+        self._metrics = metrics
+
+    async def session(
+        self,
+        tenant: str,
+        subject: str,
+        *,
+        question: str | None,
+        agent: str | None,
+        after: str | None,
+        wait: float | None,
+    ) -> ThreadContext:
+        """The subject's session and the facts that bear on the question (seed 003)."""
+        key = ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject))
+        if agent is not None:
+            check_name("agent", agent)
+        started = time.perf_counter()
+        thread = await self.thread(key, after=after, wait=wait)
+        recalling = time.perf_counter()
+        hits = await self._memory.recall(key.tenant, subject, question or "", agent)
+        if self._metrics is not None:
+            self._metrics.recall_seconds.observe(time.perf_counter() - recalling)
+            self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
+        return replace(
+            thread,
+            facts=[recalled_view(hit) for hit in hits],
+            rendered_facts="".join(f"- {hit.fact.text}\n" for hit in hits),
+        )
+
+    async def public(self, tenant: str, *, after: str | None, wait: float | None) -> ThreadContext:
+        return await self.thread(ThreadKey.public(check_name("tenant", tenant)), after=after, wait=wait)
+
+    async def automation(self, tenant: str, agent: str, *, after: str | None, wait: float | None) -> ThreadContext:
+        key = ThreadKey.automation(check_name("tenant", tenant), check_name("agent", agent))
+        return await self.thread(key, after=after, wait=wait)
+
+    async def thread(self, key: ThreadKey, *, after: str | None, wait: float | None) -> ThreadContext:
+        """Any thread as it stands once `after` is applied; past the urgent threshold it folds first."""
+        await self._positions.wait_all(after, wait)
+        session = await self._sessions.read(key)
+        if session is not None and session.head.tokens > self._policy.urgent_tokens:
+            # seed 000: "Only a session past 42 000 tokens folds before the answer."
+            try:
+                folded = await self._folds.fold(key, urgent=True)
+            except SummarizerFailed as exc:
+                log.warning("urgent fold of %s failed; serving it unfolded: %s", key, exc)
+                folded = None
+            if folded is not None:
+                await self._positions.wait(folded)
+                session = await self._sessions.read(key)
+        session = session or Session()
+        head = session.head
+        return ThreadContext(
+            tenant=key.tenant,
+            subject=key.owner if key.thread == SESSION_THREAD else None,
+            thread=key.thread,
+            owner=key.owner,
+            summary=head.summary,
+            exchanges=[exchange.view() for exchange in session.exchanges],
+            tokens=head.tokens,
+            fold_at_tokens=self._policy.fold_tokens,
+            tokens_to_fold=max(0, self._policy.fold_tokens - head.tokens),
+            exchanges_to_fold=max(0, self._policy.fold_exchanges - head.count),
+            rendered=session.render(),
+        )

@@ -1,0 +1,117 @@
+"""Read your writes: wait until the projections a read draws on have applied a position; their lag."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.wiring import Stores
+from config.settings import Settings
+from projections.ports import Checkpoints
+from projections.position import Position
+from schemas.errors import InvalidEvent, LogUnavailable, NotCaughtUp
+from streams.positions import LogPositions
+
+LAGGING_TOPICS = ("threads", "facts", "traces")
+
+
+@dataclass(frozen=True)
+class Lag:
+    projection: str
+    topic: str  # the short name: threads, facts, traces
+    partition: int
+    records: int  # written to the partition, not yet applied by the projection
+
+    @property
+    def name(self) -> str:
+        return f"{self.projection}/{self.topic}.{self.partition}"
+
+
+@dataclass(frozen=True)
+class LagReport:
+    lags: tuple[Lag, ...]
+    dead_letters: dict[str, int]
+
+    def caught_up(self, tolerance: int) -> bool:
+        return all(lag.records <= tolerance for lag in self.lags)
+
+    def view(self) -> dict[str, Any]:
+        return {"lag": {lag.name: lag.records for lag in self.lags}, "dead_letters": self.dead_letters}
+
+
+class Positions:
+    """Args:
+    settings: MEMLOG_READ_WAIT_SECONDS bounds a read's wait; the partition count bounds a position.
+    stores: the current namespace's stores (reads follow the namespace pointer, so asked each time).
+    log: the log's end offsets, for the lag; None where the process opened none.
+    """
+
+    def __init__(self, settings: Settings, stores: Callable[[], Stores], log: LogPositions | None) -> None:
+        self._settings = settings
+        self._stores = stores
+        self._log = log
+
+    def _checkpoints(self, position: Position, archive: bool) -> list[Checkpoints]:
+        """Every projection a read draws on must have applied the position."""
+        stores = self._stores()
+        if position.topic == "threads" and archive:
+            return [stores.archive_checkpoints]
+        if position.topic == "threads":
+            return [stores.sessions, stores.fact_activity]
+        if position.topic == "facts":
+            return [stores.facts]
+        if position.topic == "traces":
+            return [stores.traces]
+        if position.topic == "privacy":
+            return [stores.privacy]
+        raise InvalidEvent("after", f"{position.token()} is not a position of the threads, facts or traces topic")
+
+    async def reached(self, position: Position, seconds: float, *, archive: bool = False) -> bool:
+        """Whether the projections reach the position within `seconds`."""
+        checkpoints = self._checkpoints(position, archive)
+        if position.partition >= self._settings.partitions:
+            raise InvalidEvent("after", f"{position.token()} names a partition the topic does not have")
+        deadline = time.monotonic() + seconds
+        delay = 0.005
+        while min([await c.applied(position.topic, position.partition) for c in checkpoints]) < position.offset:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        return True
+
+    async def wait(self, position: Position, wait: float | None = None, *, archive: bool = False) -> None:
+        """Wait for one position, at most MEMLOG_READ_WAIT_SECONDS; NotCaughtUp past it."""
+        limit = self._settings.read_wait_seconds
+        if not await self.reached(position, limit if wait is None else min(wait, limit), archive=archive):
+            raise NotCaughtUp(f"the {position.topic} projection has not reached {position.token()} yet")
+
+    async def wait_all(self, after: str | None, wait: float | None = None, *, archive: bool = False) -> None:
+        """`after` is one position token or several, comma-separated (an exchange and a fact, say)."""
+        if after is None:
+            return
+        for token in after.split(","):
+            await self.wait(Position.parse(token.strip()), wait, archive=archive)
+
+    async def lag(self) -> LagReport:
+        """Records not yet applied, per projection and partition; raises when Kafka, Redis or MongoDB is down."""
+        if self._log is None:
+            raise LogUnavailable("this process reads no log positions")
+        stores = self._stores()
+        projections: list[tuple[str, str, Checkpoints]] = [
+            ("sessions", "threads", stores.sessions),
+            ("facts-activity", "threads", stores.fact_activity),
+            ("archive", "threads", stores.archive_checkpoints),
+            ("facts", "facts", stores.facts),
+            ("traces", "traces", stores.traces),
+        ]
+        ends = await self._log.ends(LAGGING_TOPICS)
+        lags = [
+            Lag(name, short, p, max(0, ends[(short, p)] - 1 - await checkpoints.applied(short, p)))
+            for name, short, checkpoints in projections
+            for p in range(self._settings.partitions)
+        ]
+        return LagReport(tuple(lags), await stores.counters.dead_letters())

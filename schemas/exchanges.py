@@ -1,0 +1,318 @@
+"""One exchange (question, tool calls, answer) as typed values, and the one builder of its events.
+
+The HTTP API validates a request once with pydantic and converts it into these values; Python
+callers that hold a plain dict convert it with `ReportedExchange.from_payload`. Either way the events are
+built here, whole (`exchange_events`) or one streamed part at a time (`part_event`), so every face
+refuses the same input naming the same field. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.errors import InvalidEvent
+from schemas.events import (
+    KEY_SEPARATOR,
+    SESSION_THREAD,
+    AnswerGiven,
+    Envelope,
+    ExchangeEvent,
+    QuestionAsked,
+    ToolCalled,
+    check_name,
+    check_text,
+    json_text,
+    now_ms,
+)
+
+EXCHANGE_FIELDS = frozenset(
+    {
+        "tenant",
+        "subject",
+        "question",
+        "tool_calls",
+        "answer",
+        "channel",
+        "idempotency_key",
+        "occurred_at",
+        "agent",
+        "model",
+        "trace_id",
+        "exchange_id",
+        "thread",
+        "asker",
+        "conversation",
+        "original",
+    }
+)
+TOOL_CALL_FIELDS = frozenset({"name", "arguments", "result", "ok", "duration_ms"})
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where an exchange's events go: the thread they belong to and when they happened."""
+
+    tenant: str
+    subject: str
+    thread: str = SESSION_THREAD
+    agent: str | None = None
+    conversation: str | None = None  # None: the thread's current conversation (main)
+    occurred_at: int | None = None  # epoch milliseconds; None: now
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call as the backend reports it; arguments and result are any JSON values."""
+
+    name: str
+    arguments: Any = field(default_factory=dict)
+    result: Any = None
+    ok: bool = True
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class ReportedExchange:
+    route: Route
+    question: str
+    tool_calls: tuple[ToolUse, ...] = ()
+    answer: str | None = None
+    channel: str = "v2"
+    asker: str | None = None
+    model: str | None = None
+    idempotency_key: str | None = None
+    trace_id: str | None = None
+    exchange_id: str | None = None  # None: derived from the idempotency key, else a new one
+    original: str | None = None  # the request's JSON text exactly as received
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> ReportedExchange:
+        """A plain dict's exchange, for callers without the API's pydantic models.
+
+        Checks only what the typed values promise (fields and their types); the rules on names and
+        texts are checked once, when the events are built.
+        """
+        if not isinstance(payload, Mapping):
+            raise InvalidEvent("body", "must be a JSON object")
+        unknown = sorted(set(payload) - EXCHANGE_FIELDS)
+        if unknown:
+            raise InvalidEvent(unknown[0], "is not a field of an exchange")
+        answer = payload.get("answer")
+        original = payload.get("original")
+        if original is not None and not isinstance(original, str):
+            raise InvalidEvent("original", "must be the JSON text as received")
+        occurred_at = payload.get("occurred_at")
+        if occurred_at is not None and (
+            isinstance(occurred_at, bool) or not isinstance(occurred_at, int) or occurred_at < 0
+        ):
+            raise InvalidEvent("occurred_at", "must be epoch milliseconds (a non-negative integer)")
+        calls = payload.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise InvalidEvent("tool_calls", "must be a list")
+        return cls(
+            route=Route(
+                tenant=payload.get("tenant", ""),  # names are checked once, when the envelope is built
+                subject=payload.get("subject", ""),
+                thread=str(payload.get("thread") or SESSION_THREAD),
+                agent=payload.get("agent"),
+                conversation=payload.get("conversation"),
+                occurred_at=occurred_at,
+            ),
+            question=check_text("question", payload.get("question")),
+            tool_calls=tuple(_tool_use(f"tool_calls[{index}]", call) for index, call in enumerate(calls)),
+            answer=None if answer is None else check_text("answer", answer, allow_empty=True),
+            channel=str(payload.get("channel") or "v2"),
+            asker=payload.get("asker"),
+            model=payload.get("model"),
+            idempotency_key=payload.get("idempotency_key"),
+            trace_id=payload.get("trace_id"),
+            exchange_id=payload.get("exchange_id") or None,
+            original=original,
+        )
+
+
+def _tool_use(where: str, call: object) -> ToolUse:
+    if not isinstance(call, Mapping):
+        raise InvalidEvent(where, "must be an object")
+    extra = sorted(set(call) - TOOL_CALL_FIELDS)
+    if extra:
+        raise InvalidEvent(f"{where}.{extra[0]}", "is not a field of a tool call")
+    ok = call.get("ok", True)
+    if not isinstance(ok, bool):
+        raise InvalidEvent(f"{where}.ok", "must be true or false")
+    duration = call.get("duration_ms")
+    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int) or duration < 0):
+        raise InvalidEvent(f"{where}.duration_ms", "must be a non-negative integer")
+    name = check_text(f"{where}.name", call.get("name"))
+    return ToolUse(name, call.get("arguments", {}), call.get("result"), ok, duration)
+
+
+@dataclass(frozen=True)
+class QuestionPart:
+    """The question of an exchange whose parts are streamed, sent before the answer is known."""
+
+    route: Route
+    question: str
+    channel: str = "v2"
+    asker: str | None = None
+    idempotency_key: str | None = None
+    original: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallPart:
+    route: Route
+    call_index: int  # the call's place within the exchange, from 0
+    call: ToolUse
+    original: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerPart:
+    route: Route
+    answer: str
+    model: str | None = None
+    original: str | None = None
+
+
+ExchangePart = QuestionPart | ToolCallPart | AnswerPart
+
+
+def exchange_events(exchange: ReportedExchange, *, producer: str, now: int | None = None) -> list[ExchangeEvent]:
+    """The exchange's events, in order, sharing one exchange id and one batch's routing."""
+    route = exchange.route
+    key = exchange.idempotency_key
+    envelope = _envelope(route, producer, key, exchange.trace_id, now)
+    exchange_id = exchange.exchange_id or exchange_id_for(route.tenant, route.subject, key)
+    events: list[ExchangeEvent] = [
+        _question(envelope, exchange_id, route, exchange.question, exchange.channel, exchange.asker, exchange.original)
+    ]
+    for index, call in enumerate(exchange.tool_calls):
+        events.append(_tool_call(_next(envelope), exchange_id, route, index, call, None, f"tool_calls[{index}]"))
+    if exchange.answer is not None:
+        events.append(_answer(_next(envelope), exchange_id, route, exchange.answer, exchange.model, None))
+    return events
+
+
+def part_event(exchange_id: str, part: ExchangePart, *, producer: str) -> ExchangeEvent:
+    """The event of one streamed part; only the question carries the idempotency key."""
+    route = part.route
+    if isinstance(part, QuestionPart):
+        envelope = _envelope(route, producer, part.idempotency_key)
+        return _question(envelope, exchange_id, route, part.question, part.channel, part.asker, part.original)
+    if isinstance(part, ToolCallPart):
+        return _tool_call(_envelope(route, producer), exchange_id, route, part.call_index, part.call, part.original)
+    return _answer(_envelope(route, producer), exchange_id, route, part.answer, part.model, part.original)
+
+
+def exchange_id_for(tenant: str, subject: str, idempotency_key: str | None) -> str:
+    """A retried exchange with the same idempotency key gets the same id, so the projection keeps it once."""
+    if idempotency_key is None:
+        return str(uuid.uuid4())
+    return str(
+        uuid.uuid5(uuid.NAMESPACE_URL, f"memlog:{tenant}{KEY_SEPARATOR}{subject}{KEY_SEPARATOR}{idempotency_key}")
+    )
+
+
+def encodable(text: str) -> str:
+    """The text with lone surrogates (valid in JSON escapes, not in UTF-8) replaced by U+FFFD.
+
+    Only the structured fields are cleaned; the original JSON text keeps its escapes as received.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _envelope(
+    route: Route, producer: str, key: str | None = None, trace_id: str | None = None, now: int | None = None
+) -> Envelope:
+    if key is not None:
+        check_name("idempotency_key", key)
+    occurred_at = route.occurred_at
+    if occurred_at is None:
+        occurred_at = now if now is not None else now_ms()
+    return Envelope(
+        tenant=route.tenant,
+        subject=route.subject,
+        agent=route.agent,
+        thread=route.thread,
+        producer=producer,
+        occurred_at=occurred_at,
+        idempotency_key=key,
+        trace_id=trace_id,
+    )
+
+
+def _next(envelope: Envelope) -> Envelope:
+    """The envelope of the next event of the same exchange: same routing, a fresh event id."""
+    return Envelope(
+        tenant=envelope.tenant,
+        subject=envelope.subject,
+        agent=envelope.agent,
+        thread=envelope.thread,
+        producer=envelope.producer,
+        occurred_at=envelope.occurred_at,
+        idempotency_key=envelope.idempotency_key,
+        trace_id=envelope.trace_id,
+    )
+
+
+def _question(
+    envelope: Envelope,
+    exchange_id: str,
+    route: Route,
+    question: str,
+    channel: str,
+    asker: str | None,
+    original: str | None,
+) -> QuestionAsked:
+    return QuestionAsked(
+        envelope, exchange_id, encodable(question), channel, asker, conversation=route.conversation, original=original
+    )
+
+
+def _tool_call(
+    envelope: Envelope,
+    exchange_id: str,
+    route: Route,
+    index: int,
+    call: ToolUse,
+    original: str | None,
+    where: str = "",
+) -> ToolCalled:
+    """`where` prefixes the fields an error names: a whole exchange's calls are `tool_calls[i]`."""
+
+    def named(name: str) -> str:
+        return f"{where}.{name}" if where else name
+
+    try:
+        return ToolCalled(
+            envelope=envelope,
+            exchange_id=exchange_id,
+            call_index=index,
+            name=encodable(call.name),
+            arguments=encodable(json_text(named("arguments"), call.arguments)),
+            result=encodable(json_text(named("result"), call.result)),
+            ok=call.ok,
+            duration_ms=call.duration_ms,
+            conversation=route.conversation,
+            original=original,
+        )
+    except InvalidEvent as exc:
+        if not where or exc.field.startswith(where):
+            raise
+        raise InvalidEvent(named(exc.field), exc.problem) from None
+
+
+def _answer(
+    envelope: Envelope, exchange_id: str, route: Route, answer: str, model: str | None, original: str | None
+) -> AnswerGiven:
+    return AnswerGiven(
+        envelope, exchange_id, encodable(answer), model=model, conversation=route.conversation, original=original
+    )
