@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.memory import MemoryArchiveStore
+from adapters.in_memory import InMemoryArchiveStore
 from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
 from config.settings import Settings
 from projections.ports import ArchivedEvent, ArchiveStore
@@ -52,10 +52,10 @@ class ArchiveStoreContract:
         assert await archive.count("castle") == 1 and await archive.count("other") == 1
 
 
-class TestMemoryArchiveStore(ArchiveStoreContract):
+class TestInMemoryArchiveStore(ArchiveStoreContract):
     @pytest.fixture
     def archive(self) -> ArchiveStore:
-        return MemoryArchiveStore()
+        return InMemoryArchiveStore()
 
 
 class TestMongoArchiveStore(ArchiveStoreContract):

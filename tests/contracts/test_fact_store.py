@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.memory import MemoryFactStore
+from adapters.in_memory import InMemoryFactStore
 from adapters.mongo_store import MongoFactStore, mongo_client
 from config.settings import Settings
 from projections.facts import Fact, SubjectFacts
@@ -78,10 +78,10 @@ class FactStoreContract:
             assert loaded is not None and [f.text for f in loaded.facts] == [text]
 
 
-class TestMemoryFactStore(FactStoreContract):
+class TestInMemoryFactStore(FactStoreContract):
     @pytest.fixture
     def store(self) -> FactStore:
-        return MemoryFactStore()
+        return InMemoryFactStore()
 
 
 class TestMongoFactStore(FactStoreContract):

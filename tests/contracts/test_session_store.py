@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.memory import MemorySessionStore
+from adapters.in_memory import InMemorySessionStore
 from adapters.redis_store import RedisSessionStore
 from config.settings import Settings
 from projections.ports import SessionStore, ThreadKey
@@ -213,10 +213,10 @@ class SessionStoreContract:
         assert await store.read(KEY) is None
 
 
-class TestMemorySessionStore(SessionStoreContract):
+class TestInMemorySessionStore(SessionStoreContract):
     @pytest.fixture
     def store(self, clock: int) -> SessionStore:
-        store = MemorySessionStore()
+        store = InMemorySessionStore()
         store.now_ms = clock
         return store
 

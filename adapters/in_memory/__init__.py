@@ -1,0 +1,16 @@
+"""In-process stores: the reference implementation of every port in projections.ports.
+
+The contract suites run each against the same tests as its Redis or MongoDB counterpart; the pure
+and property tests use them in place of a server.
+"""
+
+from adapters.in_memory.archives import InMemoryConversationArchive
+from adapters.in_memory.stores import InMemoryArchiveStore, InMemoryCheckpoints, InMemoryFactStore, InMemorySessionStore
+
+__all__ = [
+    "InMemoryArchiveStore",
+    "InMemoryCheckpoints",
+    "InMemoryConversationArchive",
+    "InMemoryFactStore",
+    "InMemorySessionStore",
+]
