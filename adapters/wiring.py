@@ -38,9 +38,14 @@ class Stores:
     facts: MongoFactStore
     fact_activity: MongoCheckpoints
     traces: MongoTraceStore
-    privacy: MongoCheckpoints  # the privacy step's applied offsets
+    privacy_checkpoints: MongoCheckpoints  # the privacy step's applied offsets
     conversations: MongoConversationArchive
     idempotency: MongoIdempotency
+
+    @property
+    def privacy(self) -> MongoCheckpoints:
+        # The old name, until memlog/api.py and memlog/operator.py read `privacy_checkpoints`; then delete it.
+        return self.privacy_checkpoints
 
     async def prepare(self) -> None:
         """Create the indexes the projections write through (idempotent)."""
@@ -65,7 +70,7 @@ def open_stores(
         facts=MongoFactStore(database),
         fact_activity=MongoCheckpoints(database, "facts-activity"),
         traces=MongoTraceStore(database),
-        privacy=MongoCheckpoints(database, "privacy"),
+        privacy_checkpoints=MongoCheckpoints(database, "privacy"),
         conversations=MongoConversationArchive(database),
         idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
     )

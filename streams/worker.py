@@ -190,15 +190,14 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         ledger=shared.ledger,
         sealer=sealer,
     )
-    privacy_checkpoints = stores.privacy
     privacy_projector: Projector[Any] = Projector(
         name="privacy",
         topic="privacy",
         source_topic=settings.topic("privacy"),
         codec=codec,
         accepts=PRIVACY_EVENTS,
-        step=PrivacyStep(data, privacy_checkpoints, metrics),
-        checkpoints=privacy_checkpoints,
+        step=PrivacyStep(data, stores.privacy_checkpoints, metrics),
+        checkpoints=stores.privacy_checkpoints,
         dead_letters=dead_letters,
         counter=stores.counters,
         metrics=metrics,
