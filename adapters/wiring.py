@@ -16,7 +16,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
-from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, NamespacePointer
+from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, MongoNamespacePointer
 from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
 from adapters.redis_store import RedisCounters, RedisSessionStore
 from config.settings import Settings
@@ -27,7 +27,12 @@ from schemas.registry import HttpSchemaRegistry
 
 @dataclass(frozen=True)
 class Stores:
-    """The projection stores of one namespace (a Redis key prefix and a MongoDB database)."""
+    """The projection stores of one namespace (a Redis key prefix and a MongoDB database).
+
+    The fields name the concrete classes, as `PrivacyStores` does: the application calls what only
+    they have (`prepare`, the search query the benchmark times). Everything below it, in streams/,
+    takes each store by its port in projections.ports.
+    """
 
     namespace: str
     database: AsyncDatabase[dict[str, Any]]
@@ -84,7 +89,7 @@ class PrivacyStores:
     vault: MongoKeyVault
     ledger: MongoLedger
     exports: MongoExports
-    pointer: NamespacePointer
+    pointer: MongoNamespacePointer
 
     async def prepare(self) -> None:
         await self.vault.prepare()
@@ -100,7 +105,7 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
         vault=MongoKeyVault(database, master),
         ledger=MongoLedger(database, master),
         exports=MongoExports(database),
-        pointer=NamespacePointer(database, settings.app_id),
+        pointer=MongoNamespacePointer(database, settings.app_id),
     )
 
 

@@ -19,10 +19,10 @@ from aiokafka.errors import KafkaError
 
 from adapters import connections
 from adapters.embeddings import make_embedder
-from adapters.redis_store import RedisSessionStore
 from adapters.summarizers import make_summarizer
 from adapters.wiring import Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
+from projections.ports import Checkpoints, SessionStore
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from schemas.errors import LogUnavailable, StoreUnavailable
@@ -64,7 +64,7 @@ class Built:
     """The projectors of one namespace, each with the short name of the topic it reads."""
 
     projectors: list[tuple[str, Projector[Any]]]
-    sessions: RedisSessionStore
+    sessions: SessionStore
     prepare: Callable[[], Awaitable[None]]
 
 
@@ -85,7 +85,7 @@ def build_projections(
     facts = stores.facts
     out: list[tuple[str, Projector[Any]]] = []
 
-    def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Any) -> None:
+    def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Checkpoints) -> None:
         projector: Projector[Any] = Projector(
             name=name,
             topic=topic,
