@@ -5,12 +5,21 @@ and property tests use them in place of a server.
 """
 
 from adapters.in_memory.archives import InMemoryConversationArchive
-from adapters.in_memory.stores import InMemoryArchiveStore, InMemoryCheckpoints, InMemoryFactStore, InMemorySessionStore
+from adapters.in_memory.stores import (
+    InMemoryArchiveStore,
+    InMemoryCheckpoints,
+    InMemoryCounters,
+    InMemoryFactStore,
+    InMemorySessionStore,
+    InMemoryTraceStore,
+)
 
 __all__ = [
     "InMemoryArchiveStore",
     "InMemoryCheckpoints",
     "InMemoryConversationArchive",
+    "InMemoryCounters",
     "InMemoryFactStore",
     "InMemorySessionStore",
+    "InMemoryTraceStore",
 ]

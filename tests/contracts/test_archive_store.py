@@ -51,6 +51,24 @@ class ArchiveStoreContract:
         assert await archive.export_subject("castle", "ann") == []
         assert await archive.count("castle") == 1 and await archive.count("other") == 1
 
+    async def test_an_export_holds_each_event_with_its_position_in_log_order(self, archive: ArchiveStore) -> None:
+        await archive.append([_event(3, partition=1), _event(2), _event(1, subject="bob")])
+        assert await archive.export_subject("castle", "ann") == [
+            {
+                "topic": "threads",
+                "partition": partition,
+                "offset": offset,
+                "tenant": "castle",
+                "subject": "ann",
+                "thread": "session",
+                "exchange_id": f"x{offset}",
+                "event_type": "memlog.QuestionAsked",
+                "occurred_at": 1_795_000_000_000 + offset,
+                "record": {"question": f"q{offset}", "nested": {"list": [1, "two", None]}},
+            }
+            for partition, offset in [(0, 2), (1, 3)]
+        ]
+
 
 class TestInMemoryArchiveStore(ArchiveStoreContract):
     @pytest.fixture
