@@ -36,7 +36,7 @@ from projections.archives import (
     meta_after_entry,
     neighbours_of,
 )
-from projections.ports import Clock, utc_now
+from projections.ports import PENDING_SECONDS, Clock, utc_now
 from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
 
 
@@ -480,9 +480,6 @@ class MongoConversationArchive:
                 .to_list()
             )
         return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
-
-
-PENDING_SECONDS = 60
 
 
 def _aware(moment: Any) -> dt.datetime:

@@ -19,6 +19,7 @@ from projections.position import Position
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
 __all__ = [
+    "PENDING_SECONDS",
     "ArchiveStore",
     "ArchivedEvent",
     "Checkpoints",
@@ -244,6 +245,11 @@ class ConversationArchive(Protocol):
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
 
 
+# An attempt that died between reserving an idempotency key and answering (its store went away
+# before it could let go) must not block every retry for a day: its reservation lapses after this.
+PENDING_SECONDS = 60
+
+
 class Idempotency(Protocol):
     """Idempotency keys of recorded exchanges, per (tenant, thread, owner, key): reserved before
     anything is produced, so of two concurrent attempts exactly one produces."""
@@ -254,8 +260,7 @@ class Idempotency(Protocol):
         """None when this call holds the key now; else what the key holds: `state` "pending", or
         "done" with the `accepted` answer, and the `subject`.
 
-        A pending reservation lapses after a while (an attempt that died before answering must not
-        block every retry): the next call after that takes the key.
+        A pending reservation lapses after PENDING_SECONDS: the next call after that takes the key.
         """
         ...
 

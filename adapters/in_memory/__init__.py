@@ -4,7 +4,7 @@ The contract suites run each against the same tests as its Redis or MongoDB coun
 and property tests use them in place of a server.
 """
 
-from adapters.in_memory.archives import InMemoryConversationArchive
+from adapters.in_memory.archives import InMemoryConversationArchive, InMemoryIdempotency
 from adapters.in_memory.stores import (
     InMemoryArchiveStore,
     InMemoryCheckpoints,
@@ -20,6 +20,7 @@ __all__ = [
     "InMemoryConversationArchive",
     "InMemoryCounters",
     "InMemoryFactStore",
+    "InMemoryIdempotency",
     "InMemorySessionStore",
     "InMemoryTraceStore",
 ]

@@ -1,7 +1,9 @@
-"""The in-process conversation archive: the reference ConversationArchive."""
+"""In-process conversation archives and idempotency keys (MongoDB's are in adapters/mongo_archives.py)."""
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +26,7 @@ from projections.archives import (
     meta_after_entry,
     neighbours_of,
 )
+from projections.ports import PENDING_SECONDS, Clock, utc_now
 from schemas.events import MAIN_CONVERSATION
 
 
@@ -233,3 +236,59 @@ class InMemoryConversationArchive:
 
 def _added(items: tuple[str, ...], item: str) -> tuple[str, ...]:
     return items if item in items else (*items, item)
+
+
+class InMemoryIdempotency:
+    """Idempotency keys, remembered `ttl_seconds` by `clock` (MongoDB's TTL monitor deletes them later)."""
+
+    def __init__(self, ttl_seconds: int, clock: Clock = utc_now) -> None:
+        self._keys: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        self._ttl = dt.timedelta(seconds=ttl_seconds)
+        self._clock = clock
+
+    def _held(self, claim: tuple[str, str, str, str], now: dt.datetime) -> dict[str, Any] | None:
+        held = self._keys.get(claim)
+        if held is not None and held["expires"] <= now:
+            del self._keys[claim]
+            return None
+        return held
+
+    async def reserve(
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+    ) -> dict[str, Any] | None:
+        now = self._clock()
+        claim = (tenant, thread, owner, key)
+        held = self._held(claim, now)
+        renewed = {"pending_until": now + dt.timedelta(seconds=PENDING_SECONDS), "expires": now + self._ttl}
+        if held is None:
+            self._keys[claim] = {"tenant": tenant, "subject": subject, "state": "pending", **renewed}
+            return None
+        if held["state"] == "pending" and held["pending_until"] < now:
+            held.update(renewed)  # the lapsed attempt's key is this call's now
+            return None
+        return copy.deepcopy(held)
+
+    async def complete(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        held = self._keys.get((tenant, thread, owner, key))
+        if held is not None:
+            held.update(state="done", accepted=copy.deepcopy(accepted))
+
+    async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
+        claim = (tenant, thread, owner, key)
+        if self._keys.get(claim, {}).get("state") == "pending":
+            del self._keys[claim]
+
+    def _of(self, tenant: str, subject: str) -> list[tuple[str, str, str, str]]:
+        return [claim for claim, held in self._keys.items() if held["tenant"] == tenant and held["subject"] == subject]
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        gone = self._of(tenant, subject)
+        for claim in gone:
+            del self._keys[claim]
+        return len(gone)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        return [
+            {name: copy.deepcopy(value) for name, value in self._keys[claim].items() if name != "expires"}
+            for claim in self._of(tenant, subject)
+        ]
