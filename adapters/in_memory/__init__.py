@@ -5,6 +5,13 @@ and property tests use them in place of a server.
 """
 
 from adapters.in_memory.archives import InMemoryConversationArchive, InMemoryIdempotency
+from adapters.in_memory.privacy import (
+    InMemoryExports,
+    InMemoryKeyVault,
+    InMemoryLedger,
+    InMemoryNamespacePointer,
+    WrappedKey,
+)
 from adapters.in_memory.stores import (
     InMemoryArchiveStore,
     InMemoryCheckpoints,
@@ -19,8 +26,13 @@ __all__ = [
     "InMemoryCheckpoints",
     "InMemoryConversationArchive",
     "InMemoryCounters",
+    "InMemoryExports",
     "InMemoryFactStore",
     "InMemoryIdempotency",
+    "InMemoryKeyVault",
+    "InMemoryLedger",
+    "InMemoryNamespacePointer",
     "InMemorySessionStore",
     "InMemoryTraceStore",
+    "WrappedKey",
 ]

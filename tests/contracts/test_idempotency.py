@@ -3,7 +3,6 @@ reservation's lapse is tested without waiting for it."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,28 +12,11 @@ from adapters.mongo_archives import MongoIdempotency
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.ports import PENDING_SECONDS, Idempotency
+from tests.contracts.clocks import Clock
 
 TTL_SECONDS = 3600
 ANN = ("castle", "session", "ann", "k1")
 ACCEPTED = {"exchange_id": "x1", "position": "threads:0:5", "idempotent": False}
-
-
-class Clock:
-    """Starts at the real time, so a server's TTL monitor leaves the keys alone; tests move it."""
-
-    def __init__(self) -> None:
-        self.now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def move(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 class IdempotencyContract:
