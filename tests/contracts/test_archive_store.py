@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.in_memory import InMemoryArchiveStore
-from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from adapters.mongo_store import MongoArchiveStore, mongo_client
 from config.settings import Settings
 from projections.ports import ArchivedEvent, ArchiveStore
 from projections.position import Position
@@ -83,15 +83,5 @@ class TestMongoArchiveStore(ArchiveStoreContract):
         store = MongoArchiveStore(client[settings.mongo_db_name])
         await store.prepare()
         yield store
-        await client.drop_database(settings.mongo_db_name)
-        await client.close()
-
-    async def test_checkpoints_only_move_forward(self, settings: Settings) -> None:
-        client = mongo_client(settings.mongo)
-        checkpoints = MongoCheckpoints(client[settings.mongo_db_name], "archive")
-        assert await checkpoints.applied("threads", 1) == -1
-        await checkpoints.advance(Position("threads", 1, 9))
-        await checkpoints.advance(Position("threads", 1, 3))
-        assert await checkpoints.applied("threads", 1) == 9
         await client.drop_database(settings.mongo_db_name)
         await client.close()
