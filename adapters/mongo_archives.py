@@ -36,6 +36,7 @@ from projections.archives import (
     meta_after_entry,
     neighbours_of,
 )
+from projections.ports import PENDING_SECONDS, Clock, utc_now
 from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
 
 
@@ -133,7 +134,7 @@ def _ignore_duplicates(exc: BulkWriteError) -> None:
 
 
 class MongoConversationArchive:
-    """The conversation archive; see projections/stores.py ConversationArchive for the contract."""
+    """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
         self._entries = database["entries"]
@@ -481,9 +482,6 @@ class MongoConversationArchive:
         return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
 
 
-PENDING_SECONDS = 60
-
-
 def _aware(moment: Any) -> dt.datetime:
     """A stored date as an aware UTC datetime; a reservation without one has lapsed."""
     if not isinstance(moment, dt.datetime):
@@ -497,11 +495,13 @@ class MongoIdempotency:
     Args:
         database: the namespace's database.
         ttl_seconds: how long a key is remembered (MEMLOG_IDEMPOTENCY_TTL_SECONDS).
+        clock: the time reservations are dated and lapse by.
     """
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], ttl_seconds: int) -> None:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], ttl_seconds: int, clock: Clock = utc_now) -> None:
         self._keys = database["idempotency"]
         self._ttl = ttl_seconds
+        self._clock = clock
 
     async def prepare(self) -> None:
         with mongo_errors():
@@ -520,7 +520,7 @@ class MongoIdempotency:
         A pending reservation lapses after PENDING_SECONDS: an attempt that died between reserving and
         answering (its store went away before it could let go) must not block every retry for a day.
         """
-        now = dt.datetime.now(dt.UTC)
+        now = self._clock()
         key_id = self._id(tenant, thread, owner, key)
         doc = {
             "_id": key_id,

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
-import hmac
 import uuid
 from typing import Any
 
@@ -18,17 +16,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from adapters.mongo_store import mongo_errors
-from projections.sealing import new_data_key, unwrap_key, wrap_key
+from projections.ports import Clock, utc_now
+from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
 from schemas.errors import StoreUnavailable, SubjectErasing
 
 ACTIVE = "active"
 ERASING = "erasing"
 KEYS_PER_QUERY = 50
-
-
-def subject_ref(tenant: str, subject: str) -> str:
-    # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
-    return f"{len(tenant)}:{tenant}:{subject}"
 
 
 class MongoKeyVault:
@@ -109,14 +103,20 @@ class MongoLedger:
 
     Subjects are named by a keyed digest (HMAC of tenant and subject under the master key), so the
     ledger itself holds nothing that identifies an erased person, yet answers "was this one erased?".
+
+    Args:
+        database: the privacy database.
+        master: the 32-byte master key from the settings; it keys the digest.
+        clock: when an entry is recorded; entries are listed newest first by it.
     """
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], master: bytes) -> None:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], master: bytes, clock: Clock = utc_now) -> None:
         self._ledger = database["ledger"]
         self._master = master
+        self._clock = clock
 
     def digest(self, tenant: str, subject: str) -> str:
-        return hmac.new(self._master, subject_ref(tenant, subject).encode(), hashlib.sha256).hexdigest()[:32]
+        return subject_digest(self._master, tenant, subject)
 
     async def prepare(self) -> None:
         with mongo_errors():
@@ -128,7 +128,7 @@ class MongoLedger:
         entry_id = str(fields.pop("entry_id", None) or uuid.uuid4())
         if subject is not None:
             fields["subject_digest"] = self.digest(fields["tenant"], subject)
-        doc = {"_id": entry_id, "kind": kind, "at": dt.datetime.now(dt.UTC), **fields}
+        doc = {"_id": entry_id, "kind": kind, "at": self._clock(), **fields}
         with mongo_errors(), contextlib.suppress(DuplicateKeyError):  # recorded already: a redelivered event
             await self._ledger.insert_one(doc)
         return entry_id
@@ -202,7 +202,7 @@ class MongoExports:
         return int(result.deleted_count)
 
 
-class NamespacePointer:
+class MongoNamespacePointer:
     """Which namespace reads and workers use, per app id; `memlog replay` moves it once a rebuild is done."""
 
     def __init__(self, privacy: AsyncDatabase[dict[str, Any]], app_id: str) -> None:

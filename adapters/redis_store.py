@@ -19,7 +19,7 @@ from redis.exceptions import (
 )
 
 from projections.position import Position
-from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey
+from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey, subject_threads
 from schemas.errors import StoreRefused, StoreUnavailable
 from schemas.events import SESSION_THREAD
 
@@ -277,23 +277,13 @@ class RedisSessionStore:
         return {"session_exchanges": exchanges, "shared_thread_lines": lines}
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
-        """The subject's session and their lines in shared threads, as plain data."""
         session = await self.read(ThreadKey.session(tenant, subject))
-        shared: list[dict[str, Any]] = []
+        shared: list[tuple[ThreadKey, Session]] = []
         for key in await self._shared_threads(tenant, subject):
             thread = await self.read(key)
-            for exchange in thread.exchanges if thread else ():
-                if exchange.subject == subject:
-                    shared.append({"thread": key.thread, "agent": key.owner or None, **json.loads(exchange.to_json())})
-        return {
-            "session": None
-            if session is None
-            else {
-                "summary": session.head.summary,
-                "exchanges": [json.loads(exchange.to_json()) for exchange in session.exchanges],
-            },
-            "shared_thread_lines": shared,
-        }
+            if thread is not None:
+                shared.append((key, thread))
+        return subject_threads(subject, session, shared)
 
 
 def _change_args(write: SessionWrite) -> list[Any]:

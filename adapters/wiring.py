@@ -16,7 +16,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
-from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, NamespacePointer
+from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, MongoNamespacePointer
 from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
 from adapters.redis_store import RedisCounters, RedisSessionStore
 from config.settings import Settings
@@ -27,7 +27,12 @@ from schemas.registry import HttpSchemaRegistry
 
 @dataclass(frozen=True)
 class Stores:
-    """The projection stores of one namespace (a Redis key prefix and a MongoDB database)."""
+    """The projection stores of one namespace (a Redis key prefix and a MongoDB database).
+
+    The fields name the concrete classes, as `PrivacyStores` does: the application calls what only
+    they have (`prepare`, the search query the benchmark times). Everything below it, in streams/,
+    takes each store by its port in projections.ports.
+    """
 
     namespace: str
     database: AsyncDatabase[dict[str, Any]]
@@ -38,7 +43,7 @@ class Stores:
     facts: MongoFactStore
     fact_activity: MongoCheckpoints
     traces: MongoTraceStore
-    privacy: MongoCheckpoints  # the privacy step's applied offsets
+    privacy_checkpoints: MongoCheckpoints  # the privacy step's applied offsets
     conversations: MongoConversationArchive
     idempotency: MongoIdempotency
 
@@ -65,7 +70,7 @@ def open_stores(
         facts=MongoFactStore(database),
         fact_activity=MongoCheckpoints(database, "facts-activity"),
         traces=MongoTraceStore(database),
-        privacy=MongoCheckpoints(database, "privacy"),
+        privacy_checkpoints=MongoCheckpoints(database, "privacy"),
         conversations=MongoConversationArchive(database),
         idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
     )
@@ -79,7 +84,7 @@ class PrivacyStores:
     vault: MongoKeyVault
     ledger: MongoLedger
     exports: MongoExports
-    pointer: NamespacePointer
+    pointer: MongoNamespacePointer
 
     async def prepare(self) -> None:
         await self.vault.prepare()
@@ -95,7 +100,7 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
         vault=MongoKeyVault(database, master),
         ledger=MongoLedger(database, master),
         exports=MongoExports(database),
-        pointer=NamespacePointer(database, settings.app_id),
+        pointer=MongoNamespacePointer(database, settings.app_id),
     )
 
 

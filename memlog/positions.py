@@ -66,7 +66,7 @@ class Positions:
         if position.topic == "traces":
             return [stores.traces]
         if position.topic == "privacy":
-            return [stores.privacy]
+            return [stores.privacy_checkpoints]
         raise InvalidEvent("after", f"{position.token()} is not a position of the threads, facts or traces topic")
 
     async def reached(self, position: Position, seconds: float, *, archive: bool = False) -> bool:

@@ -14,7 +14,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from adapters import connections
 from adapters.embeddings import Embedder, make_embedder
 from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
-from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, NamespacePointer
+from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, MongoNamespacePointer
 from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
 from adapters.redis_store import RedisCounters, RedisSessionStore
 from adapters.summarizers import Summarizer, make_summarizer
@@ -51,7 +51,7 @@ class Services:
     ledger: MongoLedger
     exports: MongoExports
     sealer: Sealer
-    pointer: NamespacePointer
+    pointer: MongoNamespacePointer
     current: Stores
     producer_name: str
     metrics: Metrics | None = None

@@ -1,11 +1,15 @@
-"""The interfaces projection stores implement. Each has a contract test suite in tests/contracts/.
+"""The interfaces every store implements, one per store class. Each has a contract test suite in
+tests/contracts/, run against its in-memory implementation (adapters/in_memory/) and its Redis or
+MongoDB one.
 
-Every write carries the log position of the event that caused it and is applied only if
+Every projection write carries the log position of the event that caused it and is applied only if
 that position is newer than what the key already holds, so redelivery and replay are no-ops.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -15,14 +19,30 @@ from projections.position import Position
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
 __all__ = [
+    "PENDING_SECONDS",
     "ArchiveStore",
     "ArchivedEvent",
     "Checkpoints",
+    "Clock",
     "ConversationArchive",
+    "Counters",
+    "Exports",
     "FactStore",
+    "Idempotency",
+    "KeyVault",
+    "Ledger",
+    "NamespacePointer",
     "SessionStore",
     "ThreadKey",
+    "TraceStore",
+    "utc_now",
 ]
+
+Clock = Callable[[], dt.datetime]  # the stores that keep wall-clock dates read the time through one
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
 
 
 class Checkpoints(Protocol):
@@ -56,6 +76,28 @@ class SessionStore(Checkpoints, Protocol):
         ...
 
     async def drop(self, key: ThreadKey) -> None: ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
+        """The subject's session, and their lines on the tenant's public and automation threads.
+
+        Returns the counts: `session_exchanges` and `shared_thread_lines`.
+        """
+        ...
+
+    async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
+        """`session` (its summary and exchanges, None when there is none) and `shared_thread_lines`
+        (the subject's exchanges on shared threads, each with its `thread` and `agent`), as plain data."""
+        ...
+
+
+class Counters(Protocol):
+    """Counters operators look at: dead letters per source topic."""
+
+    async def count_dead_letter(self, topic: str) -> None: ...
+
+    async def dead_letters(self) -> dict[str, int]:
+        """The count per source topic; a topic without dead letters is absent."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -111,6 +153,49 @@ class FactStore(Checkpoints, Protocol):
         """A question moves the kept-until date of the subject's facts (idempotent, in any order with fact writes)."""
         ...
 
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """The subject's facts with their token index and embeddings; how many facts went."""
+        ...
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        """The subject's facts as they are shown (`Fact.view`)."""
+        ...
+
+
+class TraceStore(Checkpoints, Protocol):
+    """Run traces, one document per run as `projections.traces.trace_document` makes it, kept until
+    its `expires_at`. Reads take the time (`now_ms`) and never return an expired run, whenever the
+    store itself deletes it."""
+
+    async def append(self, docs: list[dict[str, Any]]) -> int:
+        """Store the runs; a run stored already (the same `_id`) is skipped. Returns how many were new."""
+        ...
+
+    async def get(self, tenant: str, run_id: str, now_ms: int) -> dict[str, Any] | None:
+        """The run's trace, None when there is none or it has expired by `now_ms`."""
+        ...
+
+    async def recent(
+        self,
+        tenant: str,
+        now_ms: int,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        limit: int = 50,
+    ) -> list[dict[str, Any]]:
+        """The tenant's unexpired runs, newest `started_at` first, at most `limit`; `since` is inclusive,
+        `until` exclusive."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """Every trace of the subject's runs; how many."""
+        ...
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
+
 
 class ConversationArchive(Protocol):
     """Conversations with their active and archived generations (004). Operations come from
@@ -158,3 +243,110 @@ class ConversationArchive(Protocol):
     async def erase_subject(self, tenant: str, subject: str) -> int: ...
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
+
+
+# An attempt that died between reserving an idempotency key and answering (its store went away
+# before it could let go) must not block every retry for a day: its reservation lapses after this.
+PENDING_SECONDS = 60
+
+
+class Idempotency(Protocol):
+    """Idempotency keys of recorded exchanges, per (tenant, thread, owner, key): reserved before
+    anything is produced, so of two concurrent attempts exactly one produces."""
+
+    async def reserve(
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+    ) -> dict[str, Any] | None:
+        """None when this call holds the key now; else what the key holds: `state` "pending", or
+        "done" with the `accepted` answer, and the `subject`.
+
+        A pending reservation lapses after PENDING_SECONDS: the next call after that takes the key.
+        """
+        ...
+
+    async def complete(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        """Keep the accepted answer; every later reservation of the key returns it."""
+        ...
+
+    async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
+        """Let go of a pending reservation (its attempt failed); a completed key stays."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int: ...
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        """The subject's keys: `tenant`, `subject`, `state` and, once done, `accepted`."""
+        ...
+
+
+class KeyVault(Protocol):
+    """One data key per (tenant, subject), held wrapped by the master key; deleting it shreds every
+    event sealed with it. A stored key that does not unwrap with this vault's master key raises
+    projections.sealing.SealError."""
+
+    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
+        """The subject's (key id, data key), made on first use. Raises SubjectErasing while the subject
+        is being erased."""
+        ...
+
+    async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
+        """The active keys among these ids; an id left out belongs to an erased or erasing subject, or to none."""
+        ...
+
+    async def begin_erasure(self, tenant: str, subject: str) -> None:
+        """Stop the key being used, for writing or reading, while the subject's data is deleted."""
+        ...
+
+    async def delete(self, tenant: str, subject: str) -> int:
+        """Delete the subject's key; how many (0 or 1). A later write makes a new key."""
+        ...
+
+
+class Ledger(Protocol):
+    """What operators asked for and what was done. A subject is named by a keyed digest of tenant
+    and subject (projections.sealing.subject_digest), never by name."""
+
+    async def record(self, kind: str, *, subject: str | None = None, **fields: Any) -> str:
+        """Add an entry and return its id: `entry_id` among the fields, or a new one. An id recorded
+        already keeps its first entry (a redelivered event). A subject needs `tenant` among the fields."""
+        ...
+
+    async def get(self, entry_id: str) -> dict[str, Any] | None:
+        """The entry: `_id`, `kind`, `at` (an aware datetime), its fields, and `subject_digest` for a subject."""
+        ...
+
+    async def entries(
+        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Entries newest first, at most `limit`. A subject is known only within its tenant: ValueError without one."""
+        ...
+
+    async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
+        """The latest completed erasure (`kind` "erased") of the subject, if any."""
+        ...
+
+
+class Exports(Protocol):
+    """Export bundles by request id, kept a while and deleted with their subject."""
+
+    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
+        """Store the request's bundle, replacing one stored under that id."""
+        ...
+
+    async def get(self, request_id: str) -> dict[str, Any] | None:
+        """`tenant`, `subject`, `bundle` (JSON text) and `created_at`; None when there is none."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int: ...
+
+
+class NamespacePointer(Protocol):
+    """Which namespace reads and workers use, for one app id; `memlog replay` moves it once a rebuild is done."""
+
+    async def active(self) -> str | None:
+        """The namespace switched to last; None before any switch (the configured namespace holds)."""
+        ...
+
+    async def switch(self, namespace: str, **info: Any) -> None:
+        """Point at `namespace`, noting `info` with it (the previous namespace, when, which projections)."""
+        ...

@@ -12,6 +12,8 @@ No I/O here: keys are handed in by the caller (the key vault lives in memlog's s
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import os
 from dataclasses import dataclass
@@ -152,6 +154,18 @@ def unwrap_key(master: bytes, key_ref: str, nonce: bytes, wrapped: bytes) -> byt
         return AESGCM(master).decrypt(nonce, wrapped, key_ref.encode())
     except InvalidTag:
         raise SealError(f"data key {key_ref} does not unwrap with this master key") from None
+
+
+def subject_ref(tenant: str, subject: str) -> str:
+    """One subject's name in the key vault and the ledger."""
+    # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
+    return f"{len(tenant)}:{tenant}:{subject}"
+
+
+def subject_digest(master: bytes, tenant: str, subject: str) -> str:
+    """A keyed digest naming a subject in the ledger: it answers "was this one erased?" without
+    holding anything that identifies the person."""
+    return hmac.new(master, subject_ref(tenant, subject).encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def new_data_key() -> bytes:

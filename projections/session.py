@@ -468,3 +468,24 @@ def plan_fold(session: Session, policy: ThreadPolicy) -> list[Exchange]:
         if not exchange.complete:
             return candidates[:index]
     return candidates
+
+
+def subject_threads(
+    subject: str, session: Session | None, shared: Sequence[tuple[ThreadKey, Session]]
+) -> dict[str, Any]:
+    """A subject's part of an export: their session, and their lines on the shared threads, as plain data."""
+    lines = [
+        {"thread": key.thread, "agent": key.owner or None, **json.loads(exchange.to_json())}
+        for key, thread in shared
+        for exchange in thread.exchanges
+        if exchange.subject == subject
+    ]
+    return {
+        "session": None
+        if session is None
+        else {
+            "summary": session.head.summary,
+            "exchanges": [json.loads(exchange.to_json()) for exchange in session.exchanges],
+        },
+        "shared_thread_lines": lines,
+    }

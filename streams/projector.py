@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from projections.ports import Checkpoints
+from projections.ports import Checkpoints, Counters
 from projections.position import Position
 from projections.sealing import sealed_key_id
 from schemas.codec import Codec, Decoded
@@ -32,10 +32,6 @@ RETRY_MAX_SECONDS = 5.0
 
 class DeadLetterSink(Protocol):
     async def send(self, key: bytes | None, value: bytes) -> None: ...
-
-
-class DeadLetterCounter(Protocol):
-    async def count_dead_letter(self, topic: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -106,7 +102,7 @@ class Projector(Generic[E]):
         step: Step[E],
         checkpoints: Checkpoints,
         dead_letters: DeadLetterSink,
-        counter: DeadLetterCounter,
+        counter: Counters,
         metrics: Metrics | None = None,
         sealer: Sealer | None = None,
     ) -> None:

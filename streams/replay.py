@@ -34,6 +34,7 @@ from aiokafka.structs import OffsetAndMetadata
 from adapters import connections
 from adapters.wiring import make_codec, open_privacy, open_stores
 from config.settings import Settings
+from projections.ports import Ledger
 from schemas.errors import MemlogError
 from streams.metrics import Metrics
 from streams.projector import Projector, Record
@@ -242,14 +243,7 @@ async def replay(
                     target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
                 )
             skipped = _skipped([here.shredded(), *shredded])
-            reasons = {}
-            for tenant, subject in skipped:
-                entry = await ledger.erased(tenant, subject)
-                reasons[(tenant, subject)] = (
-                    f"erased {entry['at'].isoformat()} (request {entry['_id']})"
-                    if entry is not None
-                    else "data key gone, and no erasure in the ledger"
-                )
+            reasons = await _why_skipped(ledger, skipped)
             seconds = time.monotonic() - started
             await ledger.record(
                 "replayed",
@@ -297,6 +291,19 @@ async def _catch_up(
             break
         ends = newer
     return events
+
+
+async def _why_skipped(ledger: Ledger, skipped: dict[tuple[str, str], int]) -> dict[tuple[str, str], str]:
+    """Per subject whose events were skipped: the erasure the ledger holds, if any."""
+    reasons = {}
+    for tenant, subject in skipped:
+        entry = await ledger.erased(tenant, subject)
+        reasons[(tenant, subject)] = (
+            f"erased {entry['at'].isoformat()} (request {entry['_id']})"
+            if entry is not None
+            else "data key gone, and no erasure in the ledger"
+        )
+    return reasons
 
 
 def _skipped(parts: list[Shredded]) -> dict[tuple[str, str], int]:

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Any
 
+from projections.ports import KeyVault
 from projections.sealing import SealError, needs_seal, open_sealed, seal, sealed_key_id
 from schemas.errors import DecodeError, Shredded
-
-
-class KeyVault(Protocol):
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]: ...
-
-    async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]: ...
 
 
 class Sealer:

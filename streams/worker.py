@@ -19,10 +19,10 @@ from aiokafka.errors import KafkaError
 
 from adapters import connections
 from adapters.embeddings import make_embedder
-from adapters.redis_store import RedisSessionStore
 from adapters.summarizers import make_summarizer
 from adapters.wiring import Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
+from projections.ports import Checkpoints, SessionStore
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from schemas.errors import LogUnavailable, StoreUnavailable
@@ -65,7 +65,7 @@ class Built:
     """The projectors of one namespace, each with the short name of the topic it reads."""
 
     projectors: list[tuple[str, Projector[Any]]]
-    sessions: RedisSessionStore
+    sessions: SessionStore
     prepare: Callable[[], Awaitable[None]]
 
 
@@ -86,7 +86,7 @@ def build_projections(
     facts = stores.facts
     out: list[tuple[str, Projector[Any]]] = []
 
-    def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Any) -> None:
+    def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Checkpoints) -> None:
         projector: Projector[Any] = Projector(
             name=name,
             topic=topic,
@@ -191,15 +191,14 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         ledger=shared.ledger,
         sealer=sealer,
     )
-    privacy_checkpoints = stores.privacy
     privacy_projector: Projector[Any] = Projector(
         name="privacy",
         topic="privacy",
         source_topic=settings.topic("privacy"),
         codec=codec,
         accepts=PRIVACY_EVENTS,
-        step=PrivacyStep(data, privacy_checkpoints, metrics),
-        checkpoints=privacy_checkpoints,
+        step=PrivacyStep(data, stores.privacy_checkpoints, metrics),
+        checkpoints=stores.privacy_checkpoints,
         dead_letters=dead_letters,
         counter=stores.counters,
         metrics=metrics,

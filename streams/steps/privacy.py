@@ -14,11 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
-from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger
-from adapters.mongo_store import MongoArchiveStore, MongoFactStore, MongoTraceStore
-from adapters.redis_store import RedisSessionStore
-from projections.ports import Checkpoints
+from projections.ports import (
+    ArchiveStore,
+    Checkpoints,
+    ConversationArchive,
+    Exports,
+    FactStore,
+    Idempotency,
+    KeyVault,
+    Ledger,
+    SessionStore,
+    TraceStore,
+)
 from projections.position import Position
 from schemas.events import PrivacyEvent, SubjectErased
 from streams.metrics import Metrics
@@ -32,15 +39,15 @@ log = logging.getLogger(__name__)
 class SubjectData:
     """Every store that holds something about subjects, in one namespace, plus the privacy stores."""
 
-    sessions: RedisSessionStore
-    facts: MongoFactStore
-    traces: MongoTraceStore
-    archive: MongoArchiveStore
-    conversations: MongoConversationArchive
-    idempotency: MongoIdempotency
-    exports: MongoExports
-    vault: MongoKeyVault
-    ledger: MongoLedger
+    sessions: SessionStore
+    facts: FactStore
+    traces: TraceStore
+    archive: ArchiveStore
+    conversations: ConversationArchive
+    idempotency: Idempotency
+    exports: Exports
+    vault: KeyVault
+    ledger: Ledger
     sealer: Sealer
 
 

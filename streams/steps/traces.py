@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adapters.mongo_store import MongoTraceStore
+from projections.ports import TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import trace_document
@@ -13,7 +13,7 @@ from streams.projector import advance_past
 
 
 class TraceStep:
-    def __init__(self, store: MongoTraceStore, redactor: Redactor, keep_days: int) -> None:
+    def __init__(self, store: TraceStore, redactor: Redactor, keep_days: int) -> None:
         self._store = store
         self._redactor = redactor
         self._keep_days = keep_days

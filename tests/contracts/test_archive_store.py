@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.memory import MemoryArchiveStore
-from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, mongo_client
+from adapters.in_memory import InMemoryArchiveStore
+from adapters.mongo_store import MongoArchiveStore, mongo_client
 from config.settings import Settings
 from projections.ports import ArchivedEvent, ArchiveStore
 from projections.position import Position
@@ -51,11 +51,29 @@ class ArchiveStoreContract:
         assert await archive.export_subject("castle", "ann") == []
         assert await archive.count("castle") == 1 and await archive.count("other") == 1
 
+    async def test_an_export_holds_each_event_with_its_position_in_log_order(self, archive: ArchiveStore) -> None:
+        await archive.append([_event(3, partition=1), _event(2), _event(1, subject="bob")])
+        assert await archive.export_subject("castle", "ann") == [
+            {
+                "topic": "threads",
+                "partition": partition,
+                "offset": offset,
+                "tenant": "castle",
+                "subject": "ann",
+                "thread": "session",
+                "exchange_id": f"x{offset}",
+                "event_type": "memlog.QuestionAsked",
+                "occurred_at": 1_795_000_000_000 + offset,
+                "record": {"question": f"q{offset}", "nested": {"list": [1, "two", None]}},
+            }
+            for partition, offset in [(0, 2), (1, 3)]
+        ]
 
-class TestMemoryArchiveStore(ArchiveStoreContract):
+
+class TestInMemoryArchiveStore(ArchiveStoreContract):
     @pytest.fixture
     def archive(self) -> ArchiveStore:
-        return MemoryArchiveStore()
+        return InMemoryArchiveStore()
 
 
 class TestMongoArchiveStore(ArchiveStoreContract):
@@ -65,15 +83,5 @@ class TestMongoArchiveStore(ArchiveStoreContract):
         store = MongoArchiveStore(client[settings.mongo_db_name])
         await store.prepare()
         yield store
-        await client.drop_database(settings.mongo_db_name)
-        await client.close()
-
-    async def test_checkpoints_only_move_forward(self, settings: Settings) -> None:
-        client = mongo_client(settings.mongo)
-        checkpoints = MongoCheckpoints(client[settings.mongo_db_name], "archive")
-        assert await checkpoints.applied("threads", 1) == -1
-        await checkpoints.advance(Position("threads", 1, 9))
-        await checkpoints.advance(Position("threads", 1, 3))
-        assert await checkpoints.applied("threads", 1) == 9
         await client.drop_database(settings.mongo_db_name)
         await client.close()

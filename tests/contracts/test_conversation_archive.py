@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.memory import MemoryConversationArchive
+from adapters.in_memory import InMemoryConversationArchive
 from adapters.mongo_archives import MongoConversationArchive
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
@@ -196,10 +196,10 @@ def test_never_compares_after_every_offset() -> None:
     assert NEVER > 2**53
 
 
-class TestMemoryConversationArchive(ConversationArchiveContract):
+class TestInMemoryConversationArchive(ConversationArchiveContract):
     @pytest.fixture
     def archive(self) -> ConversationArchive:
-        return MemoryConversationArchive()
+        return InMemoryConversationArchive()
 
 
 class TestMongoConversationArchive(ConversationArchiveContract):

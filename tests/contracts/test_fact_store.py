@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.memory import MemoryFactStore
+from adapters.in_memory import InMemoryFactStore
 from adapters.mongo_store import MongoFactStore, mongo_client
 from config.settings import Settings
 from projections.facts import Fact, SubjectFacts
@@ -77,11 +77,25 @@ class FactStoreContract:
             loaded = await store.load(tenant, subject)
             assert loaded is not None and [f.text for f in loaded.facts] == [text]
 
+    async def test_erasing_a_subject_deletes_only_their_facts(self, store: FactStore) -> None:
+        await store.write("castle", "ann", facts("one", "two"), Position("facts", 0, 0))
+        await store.write("castle", "bob", facts("bob's"), Position("facts", 0, 1))
+        await store.write("castle:2", "ann", facts("other tenant's"), Position("facts", 0, 2))
+        assert await store.erase_subject("castle", "ann") == 2
+        assert await store.load("castle", "ann") is None
+        assert await store.export_subject("castle", "ann") == []
+        assert await store.load("castle", "bob") is not None and await store.load("castle:2", "ann") is not None
+        assert await store.erase_subject("castle", "ann") == 0
 
-class TestMemoryFactStore(FactStoreContract):
+    async def test_an_export_shows_each_fact_as_its_owner_sees_it(self, store: FactStore) -> None:
+        await store.write("castle", "ann", facts("one", "two"), Position("facts", 0, 0))
+        assert await store.export_subject("castle", "ann") == [fact.view() for fact in facts("one", "two").facts]
+
+
+class TestInMemoryFactStore(FactStoreContract):
     @pytest.fixture
     def store(self) -> FactStore:
-        return MemoryFactStore()
+        return InMemoryFactStore()
 
 
 class TestMongoFactStore(FactStoreContract):

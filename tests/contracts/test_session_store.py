@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.memory import MemorySessionStore
+from adapters.in_memory import InMemorySessionStore
 from adapters.redis_store import RedisSessionStore
 from config.settings import Settings
 from projections.ports import SessionStore, ThreadKey
@@ -212,11 +213,72 @@ class SessionStoreContract:
         await store.drop(KEY)
         assert await store.read(KEY) is None
 
+    async def _lines(self, store: SessionStore, clock: int) -> None:
+        """Ann's session; her and Bob's lines on the public thread and an automation thread; Bob's session;
+        Ann's line on another tenant's public thread."""
+        lines = [
+            (KEY, Exchange("x1", "ann's own", tokens=3, subject="ann")),
+            (ThreadKey.public("castle"), Exchange("p1", "ann asks", tokens=4, subject="ann")),
+            (ThreadKey.public("castle"), Exchange("p2", "bob asks", tokens=5, subject="bob")),
+            (ThreadKey.automation("castle", "helper"), Exchange("a1", "ann again", tokens=2, subject="ann")),
+            (ThreadKey.session("castle", "bob"), Exchange("y1", "bob's own", tokens=6, subject="bob")),
+            (ThreadKey.public("castle:2"), Exchange("q1", "the other ann", tokens=1, subject="ann")),
+        ]
+        writes = [
+            SessionWrite(
+                Position("threads", 0, offset),
+                key,
+                SessionChange(exchange, False, exchange.tokens, clock, clock + TTL, count_delta=1),
+            )
+            for offset, (key, exchange) in enumerate(lines)
+        ]
+        assert await store.write(writes, clock) == [True] * len(writes)
 
-class TestMemorySessionStore(SessionStoreContract):
+    async def test_erasing_a_subject_removes_their_session_and_their_lines_on_shared_threads(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        assert await store.erase_subject("castle", "ann") == {"session_exchanges": 1, "shared_thread_lines": 2}
+        assert await store.read(KEY) is None
+        public = await store.read(ThreadKey.public("castle"))
+        assert public is not None and [e.exchange_id for e in public.exchanges] == ["p2"]
+        assert (public.head.tokens, public.head.count) == (5, 1)
+        automation = await store.read(ThreadKey.automation("castle", "helper"))
+        assert automation is not None and automation.exchanges == ()
+        assert (automation.head.tokens, automation.head.count) == (0, 0)
+        bob = await store.read(ThreadKey.session("castle", "bob"))
+        assert bob is not None and [e.exchange_id for e in bob.exchanges] == ["y1"]
+        other_tenant = await store.read(ThreadKey.public("castle:2"))
+        assert other_tenant is not None and [e.exchange_id for e in other_tenant.exchanges] == ["q1"]
+        assert await store.erase_subject("castle", "ann") == {"session_exchanges": 0, "shared_thread_lines": 0}
+
+    async def test_an_export_holds_the_session_and_the_subjects_lines_on_shared_threads(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        exported = await store.export_subject("castle", "ann")
+        assert exported["session"] == {
+            "summary": "",
+            "exchanges": [json.loads(Exchange("x1", "ann's own", tokens=3, subject="ann").to_json())],
+        }
+        lines = {(line["thread"], line["agent"], line["exchange_id"]) for line in exported["shared_thread_lines"]}
+        assert lines == {("public", None, "p1"), ("automation", "helper", "a1")}
+        assert all(line["subject"] == "ann" for line in exported["shared_thread_lines"])
+
+    async def test_an_export_of_a_subject_without_a_session_holds_only_their_shared_lines(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        await store.drop(ThreadKey.session("castle", "bob"))
+        exported = await store.export_subject("castle", "bob")
+        assert exported["session"] is None
+        assert [line["exchange_id"] for line in exported["shared_thread_lines"]] == ["p2"]
+
+
+class TestInMemorySessionStore(SessionStoreContract):
     @pytest.fixture
     def store(self, clock: int) -> SessionStore:
-        store = MemorySessionStore()
+        store = InMemorySessionStore()
         store.now_ms = clock
         return store
 

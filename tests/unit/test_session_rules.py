@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.memory import MemorySessionStore
+from adapters.in_memory import InMemorySessionStore
 from projections.position import Position
 from projections.session import (
     Exchange,
@@ -292,7 +292,12 @@ def test_the_rendered_context_only_grows_at_the_end_across_50_exchanges(count_to
 
 
 async def _apply_all(
-    store: MemorySessionStore, events: list[ThreadEvent], now: int, count: TokenCounter, offsets: list[int], batch: int
+    store: InMemorySessionStore,
+    events: list[ThreadEvent],
+    now: int,
+    count: TokenCounter,
+    offsets: list[int],
+    batch: int,
 ) -> None:
     """What the session agent does: load a batch's state, plan it purely, write it."""
     positioned = [(events[offset], Position("threads", 0, offset)) for offset in offsets]
@@ -320,7 +325,7 @@ async def test_batched_application_with_redelivery_equals_the_pure_fold(
     crash_at = data.draw(st.integers(0, len(events)))
     resume_from = data.draw(st.integers(0, crash_at))
     offsets = list(range(crash_at)) + list(range(resume_from, len(events)))
-    store = MemorySessionStore()
+    store = InMemorySessionStore()
     store.now_ms = now
     await _apply_all(store, events, now, words, offsets, data.draw(st.integers(1, 8)))
     for key in {thread_key(event) for event in events}:

@@ -1,7 +1,9 @@
-"""In-process stores: the reference implementation of each interface, used by the pure and property tests."""
+"""In-process conversation archives and idempotency keys (MongoDB's are in adapters/mongo_archives.py)."""
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
 from dataclasses import replace
 from typing import Any
 
@@ -24,157 +26,11 @@ from projections.archives import (
     meta_after_entry,
     neighbours_of,
 )
-from projections.facts import FactPolicy, SubjectFacts, questioned
-from projections.ports import ArchivedEvent
-from projections.position import Position
-from projections.session import Exchange, Loaded, Session, SessionChange, SessionHead, SessionWrite, ThreadKey, after
+from projections.ports import PENDING_SECONDS, Clock, utc_now
 from schemas.events import MAIN_CONVERSATION
 
 
-class _MemoryCheckpoints:
-    def __init__(self) -> None:
-        self._applied: dict[tuple[str, int], int] = {}
-
-    async def applied(self, topic: str, partition: int) -> int:
-        return self._applied.get((topic, partition), -1)
-
-    async def advance(self, position: Position) -> None:
-        key = (position.topic, position.partition)
-        self._applied[key] = max(self._applied.get(key, -1), position.offset)
-
-
-class MemorySessionStore(_MemoryCheckpoints):
-    def __init__(self) -> None:
-        super().__init__()
-        self._heads: dict[ThreadKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
-        self._exchanges: dict[ThreadKey, dict[str, Exchange]] = {}
-        self.now_ms = 0  # the clock reads consult; tests move it
-
-    def _alive(self, key: ThreadKey) -> bool:
-        entry = self._heads.get(key)
-        if entry is None:
-            return False
-        if entry[2] <= self.now_ms:
-            self._heads.pop(key, None)
-            self._exchanges.pop(key, None)
-            return False
-        return True
-
-    async def load(self, wanted: list[tuple[ThreadKey, str]]) -> Loaded:
-        loaded: dict[tuple[ThreadKey, str], tuple[SessionHead | None, Exchange | None]] = {}
-        for key, exchange_id in wanted:
-            if self._alive(key):
-                loaded[(key, exchange_id)] = (self._heads[key][0], self._exchanges[key].get(exchange_id))
-            else:
-                loaded[(key, exchange_id)] = (None, None)
-        return loaded
-
-    async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
-        self.now_ms = max(self.now_ms, now_ms)
-        results = []
-        for write in writes:
-            if write.key is None or write.change is None:
-                await self.advance(write.position)
-                results.append(True)
-            else:
-                results.append(self._write_one(write.key, write.change, write.position, now_ms))
-        return results
-
-    def _write_one(self, key: ThreadKey, change: SessionChange, position: Position, now_ms: int) -> bool:
-        alive = self._alive(key)
-        if alive and self._heads[key][1] >= position.offset:
-            return False
-        self._applied[(position.topic, position.partition)] = max(
-            self._applied.get((position.topic, position.partition), -1), position.offset
-        )
-        if change.expires_at <= now_ms:
-            return True
-        if change.reset or not alive:
-            self._heads[key] = (SessionHead(), -1, change.expires_at)
-            self._exchanges[key] = {}
-        held = self._exchanges[key]
-        for exchange_id in change.remove:
-            held.pop(exchange_id, None)
-        if change.exchange is not None:
-            held[change.exchange.exchange_id] = change.exchange
-        self._heads[key] = (after(self._heads[key][0], change), position.offset, change.expires_at)
-        return True
-
-    async def read(self, key: ThreadKey) -> Session | None:
-        if not self._alive(key):
-            return None
-        return Session(self._heads[key][0], tuple(self._exchanges[key].values()))
-
-    async def drop(self, key: ThreadKey) -> None:
-        self._heads.pop(key, None)
-        self._exchanges.pop(key, None)
-
-
-class MemoryArchiveStore:
-    def __init__(self) -> None:
-        self._events: dict[Position, ArchivedEvent] = {}
-
-    async def append(self, events: list[ArchivedEvent]) -> int:
-        new = 0
-        for event in events:
-            if event.position not in self._events:
-                self._events[event.position] = event
-                new += 1
-        return new
-
-    async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]:
-        found = [e for e in self._events.values() if e.tenant == tenant and e.subject == subject and e.thread == thread]
-        return sorted(found, key=lambda e: e.position)
-
-    async def count(self, tenant: str) -> int:
-        return sum(1 for e in self._events.values() if e.tenant == tenant)
-
-    async def erase_subject(self, tenant: str, subject: str) -> int:
-        gone = [p for p, e in self._events.items() if e.tenant == tenant and e.subject == subject]
-        for position in gone:
-            del self._events[position]
-        return len(gone)
-
-    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
-        found = sorted(
-            (e for e in self._events.values() if e.tenant == tenant and e.subject == subject), key=lambda e: e.position
-        )
-        return [{"event_type": e.event_type, "occurred_at": e.occurred_at, "record": e.record} for e in found]
-
-
-class MemoryFactStore(_MemoryCheckpoints):
-    def __init__(self) -> None:
-        super().__init__()
-        self._subjects: dict[tuple[str, str], tuple[SubjectFacts, int]] = {}  # state, applied offset
-
-    async def load(self, tenant: str, subject: str) -> SubjectFacts | None:
-        entry = self._subjects.get((tenant, subject))
-        return entry[0] if entry else None
-
-    async def write(self, tenant: str, subject: str, state: SubjectFacts, position: Position) -> bool:
-        key = (tenant, subject)
-        old = self._subjects.get(key)
-        if old is not None and old[1] >= position.offset:
-            return False
-        if old is not None:
-            state = replace(
-                state,
-                last_question_at=max(state.last_question_at, old[0].last_question_at),
-                expires_at=max(state.expires_at, old[0].expires_at),
-            )
-        self._subjects[key] = (state, position.offset)
-        return True
-
-    async def write_many(self, items: list[tuple[str, str, SubjectFacts, Position]]) -> int:
-        return sum([await self.write(*item) for item in items])
-
-    async def questioned(self, asked: list[tuple[str, str, int]], keep_ms: int) -> None:
-        for tenant, subject, at in asked:
-            old = self._subjects.get((tenant, subject), (SubjectFacts(), -1))
-            self._subjects[(tenant, subject)] = (questioned(old[0], at, FactPolicy(keep_ms=keep_ms)), old[1])
-
-
-class MemoryConversationArchive:
+class InMemoryConversationArchive:
     """The reference ConversationArchive: the same operations on dicts."""
 
     def __init__(self) -> None:
@@ -380,3 +236,59 @@ class MemoryConversationArchive:
 
 def _added(items: tuple[str, ...], item: str) -> tuple[str, ...]:
     return items if item in items else (*items, item)
+
+
+class InMemoryIdempotency:
+    """Idempotency keys, remembered `ttl_seconds` by `clock` (MongoDB's TTL monitor deletes them later)."""
+
+    def __init__(self, ttl_seconds: int, clock: Clock = utc_now) -> None:
+        self._keys: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        self._ttl = dt.timedelta(seconds=ttl_seconds)
+        self._clock = clock
+
+    def _held(self, claim: tuple[str, str, str, str], now: dt.datetime) -> dict[str, Any] | None:
+        held = self._keys.get(claim)
+        if held is not None and held["expires"] <= now:
+            del self._keys[claim]
+            return None
+        return held
+
+    async def reserve(
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+    ) -> dict[str, Any] | None:
+        now = self._clock()
+        claim = (tenant, thread, owner, key)
+        held = self._held(claim, now)
+        renewed = {"pending_until": now + dt.timedelta(seconds=PENDING_SECONDS), "expires": now + self._ttl}
+        if held is None:
+            self._keys[claim] = {"tenant": tenant, "subject": subject, "state": "pending", **renewed}
+            return None
+        if held["state"] == "pending" and held["pending_until"] < now:
+            held.update(renewed)  # the lapsed attempt's key is this call's now
+            return None
+        return copy.deepcopy(held)
+
+    async def complete(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        held = self._keys.get((tenant, thread, owner, key))
+        if held is not None:
+            held.update(state="done", accepted=copy.deepcopy(accepted))
+
+    async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
+        claim = (tenant, thread, owner, key)
+        if self._keys.get(claim, {}).get("state") == "pending":
+            del self._keys[claim]
+
+    def _of(self, tenant: str, subject: str) -> list[tuple[str, str, str, str]]:
+        return [claim for claim, held in self._keys.items() if held["tenant"] == tenant and held["subject"] == subject]
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        gone = self._of(tenant, subject)
+        for claim in gone:
+            del self._keys[claim]
+        return len(gone)
+
+    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
+        return [
+            {name: copy.deepcopy(value) for name, value in self._keys[claim].items() if name != "expires"}
+            for claim in self._of(tenant, subject)
+        ]

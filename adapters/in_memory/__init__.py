@@ -1,0 +1,38 @@
+"""In-process stores: the reference implementation of every port in projections.ports.
+
+The contract suites run each against the same tests as its Redis or MongoDB counterpart; the pure
+and property tests use them in place of a server.
+"""
+
+from adapters.in_memory.archives import InMemoryConversationArchive, InMemoryIdempotency
+from adapters.in_memory.privacy import (
+    InMemoryExports,
+    InMemoryKeyVault,
+    InMemoryLedger,
+    InMemoryNamespacePointer,
+    WrappedKey,
+)
+from adapters.in_memory.stores import (
+    InMemoryArchiveStore,
+    InMemoryCheckpoints,
+    InMemoryCounters,
+    InMemoryFactStore,
+    InMemorySessionStore,
+    InMemoryTraceStore,
+)
+
+__all__ = [
+    "InMemoryArchiveStore",
+    "InMemoryCheckpoints",
+    "InMemoryConversationArchive",
+    "InMemoryCounters",
+    "InMemoryExports",
+    "InMemoryFactStore",
+    "InMemoryIdempotency",
+    "InMemoryKeyVault",
+    "InMemoryLedger",
+    "InMemoryNamespacePointer",
+    "InMemorySessionStore",
+    "InMemoryTraceStore",
+    "WrappedKey",
+]

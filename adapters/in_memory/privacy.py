@@ -1,0 +1,151 @@
+"""The in-process key vault, ledger, export bundles and namespace pointer (MongoDB's are in
+adapters/mongo_privacy.py)."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from projections.ports import Clock, utc_now
+from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
+from schemas.errors import SubjectErasing
+
+
+@dataclass
+class WrappedKey:
+    """A data key as the vault holds it: encrypted under the master key."""
+
+    key_id: str
+    nonce: bytes
+    wrapped: bytes
+    erasing: bool = False
+
+
+class InMemoryKeyVault:
+    """Data keys wrapped by the master key.
+
+    Args:
+        master: the 32-byte master key.
+        keys: where the wrapped keys are held, by subject; vaults given the same dict share it, as
+            processes share the privacy database.
+    """
+
+    def __init__(self, master: bytes, keys: dict[str, WrappedKey] | None = None) -> None:
+        self._master = master
+        self._keys = {} if keys is None else keys
+
+    def _unwrap(self, ref: str, held: WrappedKey) -> bytes:
+        return unwrap_key(self._master, f"{ref}\x1f{held.key_id}", held.nonce, held.wrapped)
+
+    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
+        ref = subject_ref(tenant, subject)
+        held = self._keys.get(ref)
+        if held is None:
+            key_id = uuid.uuid4().hex
+            data_key = new_data_key()
+            nonce, wrapped = wrap_key(self._master, f"{ref}\x1f{key_id}", data_key)
+            self._keys[ref] = WrappedKey(key_id, nonce, wrapped)
+            return key_id, data_key
+        if held.erasing:
+            raise SubjectErasing(tenant, subject)
+        return held.key_id, self._unwrap(ref, held)
+
+    async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
+        wanted = set(key_ids)
+        return {
+            held.key_id: self._unwrap(ref, held)
+            for ref, held in self._keys.items()
+            if held.key_id in wanted and not held.erasing
+        }
+
+    async def begin_erasure(self, tenant: str, subject: str) -> None:
+        held = self._keys.get(subject_ref(tenant, subject))
+        if held is not None:
+            held.erasing = True
+
+    async def delete(self, tenant: str, subject: str) -> int:
+        return 0 if self._keys.pop(subject_ref(tenant, subject), None) is None else 1
+
+
+class InMemoryLedger:
+    """Ledger entries by id; subjects named by their keyed digest, as MongoLedger names them."""
+
+    def __init__(self, master: bytes, clock: Clock = utc_now) -> None:
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._master = master
+        self._clock = clock
+
+    async def record(self, kind: str, *, subject: str | None = None, **fields: Any) -> str:
+        entry_id = str(fields.pop("entry_id", None) or uuid.uuid4())
+        if subject is not None:
+            fields["subject_digest"] = subject_digest(self._master, fields["tenant"], subject)
+        if entry_id not in self._entries:  # recorded already: a redelivered event
+            self._entries[entry_id] = {"_id": entry_id, "kind": kind, "at": self._clock(), **copy.deepcopy(fields)}
+        return entry_id
+
+    async def get(self, entry_id: str) -> dict[str, Any] | None:
+        return copy.deepcopy(self._entries.get(entry_id))
+
+    async def entries(
+        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        digest = None
+        if subject is not None:
+            if tenant is None:
+                raise ValueError("a subject is only known within its tenant")
+            digest = subject_digest(self._master, tenant, subject)
+        found = [
+            entry
+            for entry in self._entries.values()
+            if tenant in (None, entry.get("tenant"))
+            and digest in (None, entry.get("subject_digest"))
+            and kind in (None, entry["kind"])
+        ]
+        found.sort(key=lambda entry: entry["at"], reverse=True)
+        return copy.deepcopy(found[:limit])
+
+    async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
+        found = await self.entries(tenant=tenant, subject=subject, kind="erased", limit=1)
+        return found[0] if found else None
+
+
+class InMemoryExports:
+    """Export bundles by request id (kept until erased: no expiry here)."""
+
+    def __init__(self) -> None:
+        self._bundles: dict[str, dict[str, Any]] = {}
+
+    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
+        self._bundles[request_id] = {
+            "_id": request_id,
+            "tenant": tenant,
+            "subject": subject,
+            "bundle": bundle,
+            "created_at": utc_now(),
+        }
+
+    async def get(self, request_id: str) -> dict[str, Any] | None:
+        return copy.deepcopy(self._bundles.get(request_id))
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        gone = [key for key, held in self._bundles.items() if (held["tenant"], held["subject"]) == (tenant, subject)]
+        for key in gone:
+            del self._bundles[key]
+        return len(gone)
+
+
+class InMemoryNamespacePointer:
+    """The namespace one app id reads and writes."""
+
+    def __init__(self) -> None:
+        self._namespace: str | None = None
+        self._info: dict[str, Any] = {}
+
+    async def active(self) -> str | None:
+        return self._namespace
+
+    async def switch(self, namespace: str, **info: Any) -> None:
+        self._namespace = namespace
+        self._info = dict(info)

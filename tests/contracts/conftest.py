@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.contracts.clocks import Clock
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()

@@ -1,0 +1,129 @@
+"""The TraceStore contract, run against every implementation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from adapters.in_memory import InMemoryTraceStore
+from adapters.mongo_store import MongoTraceStore, mongo_client
+from config.settings import Settings
+from projections.ports import TraceStore
+from projections.position import Position
+from projections.redaction import Redactor
+from projections.traces import DAY_MS, trace_document
+from schemas.events import Envelope, ModelStep, RunTraced, now_ms
+
+KEEP_DAYS = 7
+# Runs end now, so a server's TTL monitor never deletes one while a test runs; reads take the time.
+NOW = now_ms()
+
+
+def run(
+    run_id: str,
+    *,
+    started_at: int = NOW,
+    tenant: str = "castle",
+    subject: str = "ann",
+    agent: str = "allay",
+    status: str = "ok",
+) -> dict[str, Any]:
+    env = Envelope(tenant=tenant, subject=subject, agent=agent, thread="session", producer="test")
+    step = ModelStep(0, "small-1", f"prompt of {run_id}", "output", 10, 2, started_at, 5)
+    traced = RunTraced(env, run_id, status, started_at, max(started_at, NOW), steps=(step,))
+    return trace_document(traced, Redactor.build(), KEEP_DAYS)
+
+
+class TraceStoreContract:
+    async def test_a_stored_run_reads_back(self, traces: TraceStore) -> None:
+        doc = run("r1")
+        assert await traces.append([doc]) == 1
+        assert await traces.get("castle", "r1", NOW) == doc
+        assert await traces.get("castle", "r2", NOW) is None
+
+    async def test_a_run_stored_already_is_skipped(self, traces: TraceStore) -> None:
+        assert await traces.append([run("r1"), run("r2")]) == 2
+        assert await traces.append([run("r1", status="error"), run("r3")]) == 1
+        stored = await traces.get("castle", "r1", NOW)
+        assert stored is not None and stored["status"] == "ok"
+
+    async def test_an_expired_run_is_not_read(self, traces: TraceStore) -> None:
+        doc = run("r1")
+        await traces.append([doc])
+        assert doc["expires_at"] == NOW + KEEP_DAYS * DAY_MS
+        assert await traces.get("castle", "r1", doc["expires_at"] - 1) is not None
+        assert await traces.get("castle", "r1", doc["expires_at"]) is None
+        assert await traces.recent("castle", doc["expires_at"]) == []
+
+    async def test_recent_runs_come_newest_first_at_most_the_limit(self, traces: TraceStore) -> None:
+        await traces.append([run(f"r{n}", started_at=NOW - 1000 * (5 - n)) for n in [3, 1, 4, 2]])
+        assert [d["run_id"] for d in await traces.recent("castle", NOW)] == ["r4", "r3", "r2", "r1"]
+        assert [d["run_id"] for d in await traces.recent("castle", NOW, limit=2)] == ["r4", "r3"]
+
+    async def test_recent_runs_are_filtered_by_agent_status_and_a_half_open_time_range(
+        self, traces: TraceStore
+    ) -> None:
+        await traces.append(
+            [
+                run("a-ok", started_at=NOW - 3000),
+                run("b-ok", started_at=NOW - 2000, agent="bee"),
+                run("a-error", started_at=NOW - 1000, status="error"),
+            ]
+        )
+
+        async def ids(**query: Any) -> list[str]:
+            return [d["run_id"] for d in await traces.recent("castle", NOW, **query)]
+
+        assert await ids(agent="bee") == ["b-ok"]
+        assert await ids(status="error") == ["a-error"]
+        assert await ids(agent="allay", status="ok") == ["a-ok"]
+        assert await ids(since=NOW - 2000) == ["a-error", "b-ok"]
+        assert await ids(until=NOW - 2000) == ["a-ok"]
+        assert await ids(since=NOW - 2000, until=NOW - 1000) == ["b-ok"]
+
+    async def test_tenants_stay_apart(self, traces: TraceStore) -> None:
+        await traces.append([run("r1"), run("r1", tenant="castle:2", status="error")])
+        mine, theirs = await traces.get("castle", "r1", NOW), await traces.get("castle:2", "r1", NOW)
+        assert mine is not None and theirs is not None
+        assert (mine["status"], theirs["status"]) == ("ok", "error")
+        assert [d["tenant"] for d in await traces.recent("castle", NOW)] == ["castle"]
+
+    async def test_erasing_a_subject_deletes_only_their_runs(self, traces: TraceStore) -> None:
+        await traces.append([run("r1"), run("r2"), run("r3", subject="bob"), run("r4", tenant="castle:2")])
+        assert sorted(d["run_id"] for d in await traces.export_subject("castle", "ann")) == ["r1", "r2"]
+        assert await traces.erase_subject("castle", "ann") == 2
+        assert await traces.export_subject("castle", "ann") == []
+        assert await traces.get("castle", "r1", NOW) is None
+        assert await traces.get("castle", "r3", NOW) is not None
+        assert await traces.get("castle:2", "r4", NOW) is not None
+
+    async def test_an_export_holds_each_run_whole(self, traces: TraceStore) -> None:
+        doc = run("r1")
+        await traces.append([doc])
+        assert await traces.export_subject("castle", "ann") == [doc]
+
+    async def test_checkpoints_only_move_forward(self, traces: TraceStore) -> None:
+        assert await traces.applied("traces", 1) == -1
+        await traces.advance(Position("traces", 1, 9))
+        await traces.advance(Position("traces", 1, 3))
+        assert await traces.applied("traces", 1) == 9
+        assert await traces.applied("traces", 0) == -1
+
+
+class TestInMemoryTraceStore(TraceStoreContract):
+    @pytest.fixture
+    def traces(self) -> TraceStore:
+        return InMemoryTraceStore()
+
+
+class TestMongoTraceStore(TraceStoreContract):
+    @pytest.fixture
+    async def traces(self, settings: Settings) -> AsyncIterator[TraceStore]:
+        client = mongo_client(settings.mongo)
+        store = MongoTraceStore(client[settings.mongo_db_name])
+        await store.prepare()
+        yield store
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()

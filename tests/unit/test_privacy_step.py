@@ -1,0 +1,152 @@
+"""The erasure cascade and the export bundle of the privacy step, on the in-memory stores."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from adapters.in_memory import (
+    InMemoryArchiveStore,
+    InMemoryConversationArchive,
+    InMemoryExports,
+    InMemoryFactStore,
+    InMemoryIdempotency,
+    InMemoryKeyVault,
+    InMemoryLedger,
+    InMemorySessionStore,
+    InMemoryTraceStore,
+)
+from projections.archives import plan_archive
+from projections.facts import Fact, SubjectFacts
+from projections.ports import ArchivedEvent
+from projections.position import Position
+from projections.redaction import Redactor
+from projections.session import Exchange, SessionChange, SessionWrite, ThreadKey
+from projections.traces import trace_document
+from schemas.events import Envelope, QuestionAsked, RunTraced
+from streams.sealer import Sealer
+from streams.steps.privacy import SubjectData, erase, export
+
+T0 = 1_795_000_000_000
+DAY_MS = 86_400_000
+
+
+def subject_data() -> SubjectData:
+    vault = InMemoryKeyVault(os.urandom(32))
+    return SubjectData(
+        sessions=InMemorySessionStore(),
+        facts=InMemoryFactStore(),
+        traces=InMemoryTraceStore(),
+        archive=InMemoryArchiveStore(),
+        conversations=InMemoryConversationArchive(),
+        idempotency=InMemoryIdempotency(86_400),
+        exports=InMemoryExports(),
+        vault=vault,
+        ledger=InMemoryLedger(os.urandom(32)),
+        sealer=Sealer(vault),
+    )
+
+
+async def remember(data: SubjectData, subject: str, offset: int) -> None:
+    """One of everything memlog keeps about a subject, at log offset `offset` and after."""
+    env = Envelope(tenant="castle", subject=subject, thread="session", producer="test", occurred_at=T0)
+    exchange = Exchange(f"x{offset}", f"{subject} asks", tokens=3, subject=subject)
+    writes = [
+        SessionWrite(
+            Position("threads", 0, offset), key, SessionChange(exchange, False, 3, T0, T0 + DAY_MS, count_delta=1)
+        )
+        for key in [ThreadKey.session("castle", subject), ThreadKey.public("castle")]
+    ]
+    await data.sessions.write(writes, T0)
+    fact = Fact(f"f{offset}", "shared", None, f"{subject} likes tea", "subject", T0, T0)
+    await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
+    run = RunTraced(env, f"run-{subject}", "ok", T0, T0)
+    await data.traces.append([trace_document(run, Redactor.build(), 7)])
+    record = {"question": f"{subject} asks"}
+    await data.archive.append(
+        [ArchivedEvent(Position("threads", 0, offset), "castle", subject, "session", f"x{offset}", "q", T0, record)]
+    )
+    question = QuestionAsked(env, f"x{offset}", f"{subject} asks")
+    await data.conversations.apply(plan_archive([(question, Position("threads", 0, offset))]))
+    await data.idempotency.reserve("castle", "session", subject, f"k{offset}", subject)
+    await data.exports.put(f"old-export-{subject}", "castle", subject, "{}")
+    await data.vault.key_for_write("castle", subject)
+
+
+async def everything_about(data: SubjectData, subject: str) -> list[object]:
+    threads = await data.sessions.export_subject("castle", subject)
+    return [
+        threads["session"],
+        threads["shared_thread_lines"],
+        await data.facts.export_subject("castle", subject),
+        await data.traces.export_subject("castle", subject),
+        await data.archive.export_subject("castle", subject),
+        await data.conversations.export_subject("castle", subject),
+        await data.idempotency.export_subject("castle", subject),
+        await data.exports.get(f"old-export-{subject}"),
+    ]
+
+
+async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -> None:
+    data = subject_data()
+    await remember(data, "ann", 0)
+    await remember(data, "bob", 10)
+    ann_key, _ = await data.vault.key_for_write("castle", "ann")
+    entry = await erase(data, "castle", "ann", "req-1", "op")
+    assert entry["deleted"] == {
+        "session_exchanges": 1,
+        "shared_thread_lines": 1,
+        "idempotency_keys": 1,
+        "facts": 1,
+        "traces": 1,
+        "archived_events": 1,
+        "conversation_entries": 2,  # the question's entry and its conversation
+        "exports": 1,
+        "data_keys": 1,
+    }
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await data.vault.keys_by_id([ann_key]) == {}
+    assert all(await everything_about(data, "bob"))
+
+
+async def test_an_erasure_redelivered_repeats_the_deletes_and_keeps_the_first_ledger_entry() -> None:
+    data = subject_data()
+    await remember(data, "ann", 0)
+    first = await erase(data, "castle", "ann", "req-1", "op")
+    await remember(data, "ann", 20)  # what a rebuilt namespace would hold again
+    again = await erase(data, "castle", "ann", "req-1", "op")
+    assert again == first
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    erased = await data.ledger.erased("castle", "ann")
+    assert erased is not None and erased["_id"] == "req-1"
+
+
+async def test_an_export_bundles_what_the_stores_hold_about_the_subject_once() -> None:
+    data = subject_data()
+    await remember(data, "ann", 0)
+    await remember(data, "bob", 10)
+    await export(data, "castle", "ann", "exp-1", "op")
+    stored = await data.exports.get("exp-1")
+    assert stored is not None
+    bundle = json.loads(stored["bundle"])
+    assert [fact["text"] for fact in bundle["facts"]] == ["ann likes tea"]
+    assert [line["exchange_id"] for line in bundle["shared_thread_lines"]] == ["x0"]
+    assert [run["run_id"] for run in bundle["traces"]] == ["run-ann"]
+    assert "bob" not in stored["bundle"]
+    await data.facts.erase_subject("castle", "ann")
+    await export(data, "castle", "ann", "exp-1", "op")  # redelivered: the bundle is made already
+    again = await data.exports.get("exp-1")
+    assert again is not None and again["bundle"] == stored["bundle"]
+
+
+@pytest.mark.parametrize("kind", ["erased", "exported"])
+async def test_each_request_is_recorded_in_the_ledger(kind: str) -> None:
+    data = subject_data()
+    await remember(data, "ann", 0)
+    if kind == "erased":
+        await erase(data, "castle", "ann", "req-1", "op")
+    else:
+        await export(data, "castle", "ann", "req-1", "op")
+    assert [e["kind"] for e in await data.ledger.entries(tenant="castle", subject="ann")] == [kind]
