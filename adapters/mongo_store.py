@@ -207,9 +207,9 @@ class MongoFactStore:
     kept-until date is raised with $max, so a question and a fact write never undo each other.
     """
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], checkpoints: MongoCheckpoints) -> None:
         self._facts = database["facts"]
-        self._checkpoints = MongoCheckpoints(database, "facts")
+        self._checkpoints = checkpoints
 
     @staticmethod
     def _id(tenant: str, subject: str) -> str:
@@ -310,9 +310,9 @@ class MongoFactStore:
 class MongoTraceStore:
     """Run traces in `traces`, `_id` = tenant:run_id (a redelivered run is skipped), with a TTL date."""
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], checkpoints: MongoCheckpoints) -> None:
         self._traces = database["traces"]
-        self._checkpoints = MongoCheckpoints(database, "traces")
+        self._checkpoints = checkpoints
 
     async def prepare(self) -> None:
         with mongo_errors():

@@ -8,7 +8,8 @@ server, the worker and replay all open their stores here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -20,39 +21,55 @@ from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, Mon
 from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
 from adapters.redis_store import RedisCounters, RedisSessionStore
 from config.settings import Settings
+from projections.ports import (
+    ArchiveStore,
+    Checkpoints,
+    ConversationArchive,
+    Counters,
+    Exports,
+    FactStore,
+    Idempotency,
+    KeyVault,
+    Ledger,
+    NamespacePointer,
+    SessionStore,
+    TraceStore,
+)
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
 from schemas.registry import HttpSchemaRegistry
 
+Prepare = Callable[[], Awaitable[None]]
+
+
+async def _prepare_all(prepares: tuple[Prepare, ...]) -> None:
+    for prepare in prepares:
+        await prepare()
+
 
 @dataclass(frozen=True)
 class Stores:
-    """The projection stores of one namespace (a Redis key prefix and a MongoDB database).
-
-    The fields name the concrete classes, as `PrivacyStores` does: the application calls what only
-    they have (`prepare`, the search query the benchmark times). Everything below it, in streams/,
-    takes each store by its port in projections.ports.
-    """
+    """The projection stores of one namespace (a Redis key prefix and a MongoDB database), each by its
+    port; only this module knows the classes behind them."""
 
     namespace: str
     database: AsyncDatabase[dict[str, Any]]
-    sessions: RedisSessionStore
-    counters: RedisCounters
-    archive: MongoArchiveStore
-    archive_checkpoints: MongoCheckpoints
-    facts: MongoFactStore
-    fact_activity: MongoCheckpoints
-    traces: MongoTraceStore
-    privacy_checkpoints: MongoCheckpoints  # the privacy step's applied offsets
-    conversations: MongoConversationArchive
-    idempotency: MongoIdempotency
+    sessions: SessionStore
+    counters: Counters
+    archive: ArchiveStore
+    archive_checkpoints: Checkpoints
+    facts: FactStore
+    fact_activity: Checkpoints
+    traces: TraceStore
+    privacy_checkpoints: Checkpoints  # the privacy step's applied offsets
+    conversations: ConversationArchive
+    idempotency: Idempotency
+    _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
-        """Create the indexes the projections write through (idempotent)."""
-        await self.archive.prepare()
-        await self.conversations.prepare()
-        await self.facts.prepare()
-        await self.traces.prepare()
+        """Create every index the namespace's stores need (idempotent): the worker, replay and the API
+        all call it, so a namespace switched to is complete whoever opened it first."""
+        await _prepare_all(self._prepares)
 
 
 def open_stores(
@@ -60,19 +77,25 @@ def open_stores(
 ) -> Stores:
     scoped = settings.model_copy(update={"namespace": namespace})
     database = mongo[scoped.mongo_db_name]
+    archive = MongoArchiveStore(database)
+    facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
+    traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
+    conversations = MongoConversationArchive(database)
+    idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
     return Stores(
         namespace=namespace,
         database=database,
         sessions=RedisSessionStore(redis, scoped.redis_prefix),
         counters=RedisCounters(redis, scoped.redis_prefix),
-        archive=MongoArchiveStore(database),
+        archive=archive,
         archive_checkpoints=MongoCheckpoints(database, "archive"),
-        facts=MongoFactStore(database),
+        facts=facts,
         fact_activity=MongoCheckpoints(database, "facts-activity"),
-        traces=MongoTraceStore(database),
+        traces=traces,
         privacy_checkpoints=MongoCheckpoints(database, "privacy"),
-        conversations=MongoConversationArchive(database),
-        idempotency=MongoIdempotency(database, settings.idempotency_ttl_seconds),
+        conversations=conversations,
+        idempotency=idempotency,
+        _prepares=(archive.prepare, conversations.prepare, facts.prepare, traces.prepare, idempotency.prepare),
     )
 
 
@@ -81,26 +104,29 @@ class PrivacyStores:
     """The stores every namespace shares: data keys, the ledger, export bundles, the namespace pointer."""
 
     database: AsyncDatabase[dict[str, Any]]
-    vault: MongoKeyVault
-    ledger: MongoLedger
-    exports: MongoExports
-    pointer: MongoNamespacePointer
+    vault: KeyVault
+    ledger: Ledger
+    exports: Exports
+    pointer: NamespacePointer
+    _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
-        await self.vault.prepare()
-        await self.ledger.prepare()
-        await self.exports.prepare()
+        await _prepare_all(self._prepares)
 
 
 def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) -> PrivacyStores:
     database = mongo[settings.privacy_database]
     master = settings.master_key_bytes()
+    vault = MongoKeyVault(database, master)
+    ledger = MongoLedger(database, master)
+    exports = MongoExports(database)
     return PrivacyStores(
         database=database,
-        vault=MongoKeyVault(database, master),
-        ledger=MongoLedger(database, master),
-        exports=MongoExports(database),
+        vault=vault,
+        ledger=ledger,
+        exports=exports,
         pointer=MongoNamespacePointer(database, settings.app_id),
+        _prepares=(vault.prepare, ledger.prepare, exports.prepare),
     )
 
 

@@ -7,10 +7,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from adapters.redis_store import RedisSessionStore
 from adapters.summarizers import SummarizerFailed
 from memlog.memory import Memory, recalled_view
 from memlog.positions import Positions
+from projections.ports import SessionStore
 from projections.session import Session, ThreadKey, ThreadPolicy
 from schemas.events import SESSION_THREAD, check_name
 from streams.folds import FoldService
@@ -48,7 +48,7 @@ class ContextReads:
 
     def __init__(
         self,
-        sessions: RedisSessionStore,
+        sessions: SessionStore,
         folds: FoldService,
         memory: Memory,
         positions: Positions,

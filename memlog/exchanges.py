@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from adapters.mongo_archives import MongoIdempotency
+from projections.ports import Idempotency
 from schemas.errors import Conflict
 from schemas.events import check_name
 from schemas.exchanges import ExchangePart, ReportedExchange, exchange_events, part_event
@@ -23,7 +23,7 @@ class Receipt:
     idempotent: bool = False  # True: a retry, answered with what the first attempt was given
 
 
-# An idempotency key is claimed in MongoDB (adapters.mongo_archives.MongoIdempotency) before anything
+# An idempotency key is claimed in MongoDB (adapters.mongo_archives.Idempotency) before anything
 # is produced, and the answer is stored on the claim after. A pending claim lapses after PENDING_SECONDS,
 # longer than the producer's own send deadline, so no retry overtakes an attempt still producing; if the
 # answer cannot be stored (MongoDB went away after Kafka took the exchange), the claim lapses and a retry
@@ -40,7 +40,7 @@ class Exchanges:
     """
 
     def __init__(
-        self, producer: EventProducer, producer_name: str, claims: MongoIdempotency, read_wait_seconds: float
+        self, producer: EventProducer, producer_name: str, claims: Idempotency, read_wait_seconds: float
     ) -> None:
         self._producer = producer
         self._producer_name = producer_name

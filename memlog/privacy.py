@@ -7,8 +7,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from adapters.mongo_privacy import MongoExports, MongoLedger
 from memlog.positions import Positions
+from projections.ports import Exports, Ledger
 from projections.position import Position
 from schemas.errors import NotCaughtUp
 from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested
@@ -49,8 +49,8 @@ class SubjectRequests:
         self,
         producer: EventProducer,
         producer_name: str,
-        ledger: MongoLedger,
-        exports: MongoExports,
+        ledger: Ledger,
+        exports: Exports,
         sealer: Sealer,
         positions: Positions,
         wait_seconds: float,

@@ -6,8 +6,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.mongo_store import MongoTraceStore
 from memlog.positions import Positions
+from projections.ports import TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import shape
@@ -121,7 +121,7 @@ class Runs:
         self,
         producer: EventProducer,
         producer_name: str,
-        traces: MongoTraceStore,
+        traces: TraceStore,
         redactor: Redactor,
         positions: Positions,
     ) -> None:

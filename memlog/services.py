@@ -13,12 +13,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters import connections
 from adapters.embeddings import Embedder, make_embedder
-from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
-from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, MongoNamespacePointer
-from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
-from adapters.redis_store import RedisCounters, RedisSessionStore
 from adapters.summarizers import Summarizer, make_summarizer
-from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from adapters.wiring import PrivacyStores, Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from memlog.context import ContextReads
 from memlog.conversations import Conversations
@@ -28,6 +24,20 @@ from memlog.positions import Positions
 from memlog.privacy import SubjectRequests
 from memlog.replays import Replays
 from memlog.runs import Runs
+from projections.ports import (
+    ArchiveStore,
+    Checkpoints,
+    ConversationArchive,
+    Counters,
+    Exports,
+    FactStore,
+    Idempotency,
+    KeyVault,
+    Ledger,
+    NamespacePointer,
+    SessionStore,
+    TraceStore,
+)
 from projections.redaction import Redactor
 from schemas.codec import Codec
 from streams.folds import FoldService
@@ -46,12 +56,8 @@ class Services:
     codec: Codec
     redis: aioredis.Redis
     mongo: AsyncMongoClient[dict[str, Any]]
-    privacy: AsyncDatabase[dict[str, Any]]
-    vault: MongoKeyVault
-    ledger: MongoLedger
-    exports: MongoExports
+    shared: PrivacyStores
     sealer: Sealer
-    pointer: MongoNamespacePointer
     current: Stores
     producer_name: str
     metrics: Metrics | None = None
@@ -64,45 +70,66 @@ class Services:
         assert self._producer is not None, "opened without a producer"
         return self._producer
 
+    # the stores every namespace shares
+    @property
+    def privacy(self) -> AsyncDatabase[dict[str, Any]]:
+        return self.shared.database
+
+    @property
+    def vault(self) -> KeyVault:
+        return self.shared.vault
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.shared.ledger
+
+    @property
+    def exports(self) -> Exports:
+        return self.shared.exports
+
+    @property
+    def pointer(self) -> NamespacePointer:
+        return self.shared.pointer
+
     # the current namespace's stores
     @property
     def database(self) -> AsyncDatabase[dict[str, Any]]:
         return self.current.database
 
     @property
-    def sessions(self) -> RedisSessionStore:
+    def sessions(self) -> SessionStore:
         return self.current.sessions
 
     @property
-    def counters(self) -> RedisCounters:
+    def counters(self) -> Counters:
         return self.current.counters
 
     @property
-    def archive(self) -> MongoArchiveStore:
+    def archive(self) -> ArchiveStore:
         return self.current.archive
 
     @property
-    def archive_checkpoints(self) -> MongoCheckpoints:
+    def archive_checkpoints(self) -> Checkpoints:
         return self.current.archive_checkpoints
 
     @property
-    def facts(self) -> MongoFactStore:
+    def facts(self) -> FactStore:
         return self.current.facts
 
     @property
-    def fact_activity(self) -> MongoCheckpoints:
+    def fact_activity(self) -> Checkpoints:
         return self.current.fact_activity
 
     @property
-    def traces(self) -> MongoTraceStore:
+    def traces(self) -> TraceStore:
         return self.current.traces
 
     @property
-    def conversations(self) -> MongoConversationArchive:
+    def conversations(self) -> ConversationArchive:
         return self.current.conversations
 
     @property
-    def idempotency(self) -> MongoIdempotency:
+    def idempotency(self) -> Idempotency:
         return self.current.idempotency
 
     # the use cases, built here once per namespace and shared by the API, the CLI and the MCP server
@@ -247,12 +274,8 @@ async def open_services(
         codec=codec,
         redis=redis,
         mongo=mongo,
-        privacy=shared.database,
-        vault=shared.vault,
-        ledger=shared.ledger,
-        exports=shared.exports,
+        shared=shared,
         sealer=Sealer(shared.vault, settings.key_cache_seconds),
-        pointer=shared.pointer,
         current=open_stores(settings, redis, mongo, settings.namespace),
         producer_name=producer_name or settings.producer_name,
         metrics=metrics,

@@ -32,12 +32,7 @@ def create_api(settings: Settings) -> FastAPI:
             services.summarizer  # noqa: B018
             services.embedder  # noqa: B018
             app.state.services = services
-            for prepare in (
-                services.vault.prepare,
-                services.ledger.prepare,
-                services.exports.prepare,
-                services.idempotency.prepare,
-            ):
+            for prepare in (services.shared.prepare, services.current.prepare):
                 try:
                     await prepare()
                 except StoreUnavailable as exc:

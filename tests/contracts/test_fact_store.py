@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.in_memory import InMemoryFactStore
-from adapters.mongo_store import MongoFactStore, mongo_client
+from adapters.mongo_store import MongoCheckpoints, MongoFactStore, mongo_client
 from config.settings import Settings
 from projections.facts import Fact, SubjectFacts
 from projections.ports import FactStore
@@ -102,7 +102,8 @@ class TestMongoFactStore(FactStoreContract):
     @pytest.fixture
     async def store(self, settings: Settings) -> AsyncIterator[FactStore]:
         client = mongo_client(settings.mongo)
-        store = MongoFactStore(client[settings.mongo_db_name])
+        database = client[settings.mongo_db_name]
+        store = MongoFactStore(database, MongoCheckpoints(database, "facts"))
         await store.prepare()
         yield store
         await client.drop_database(settings.mongo_db_name)

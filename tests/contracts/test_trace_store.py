@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.in_memory import InMemoryTraceStore
-from adapters.mongo_store import MongoTraceStore, mongo_client
+from adapters.mongo_store import MongoCheckpoints, MongoTraceStore, mongo_client
 from config.settings import Settings
 from projections.ports import TraceStore
 from projections.position import Position
@@ -122,7 +122,8 @@ class TestMongoTraceStore(TraceStoreContract):
     @pytest.fixture
     async def traces(self, settings: Settings) -> AsyncIterator[TraceStore]:
         client = mongo_client(settings.mongo)
-        store = MongoTraceStore(client[settings.mongo_db_name])
+        database = client[settings.mongo_db_name]
+        store = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
         await store.prepare()
         yield store
         await client.drop_database(settings.mongo_db_name)
