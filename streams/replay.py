@@ -34,7 +34,8 @@ from aiokafka.structs import OffsetAndMetadata
 from adapters import connections
 from adapters.wiring import make_codec, open_privacy, open_stores
 from config.settings import Settings
-from projections.ports import Ledger
+from projections.ports import Checkpoints, Ledger
+from projections.position import Position
 from schemas.errors import MemlogError
 from streams.metrics import Metrics
 from streams.projector import Projector, Record
@@ -123,6 +124,7 @@ class _Rebuild:
     dead: DeadLettersCounted
     mongo: Any
     prepare: Callable[[], Any]
+    privacy_checkpoints: Checkpoints
 
     def shredded(self) -> Shredded:
         return {
@@ -142,11 +144,12 @@ async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncItera
         vault = open_privacy(scoped, mongo).vault
         sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
         dead = DeadLettersCounted()
+        stores = open_stores(scoped, redis, mongo, scoped.namespace)
         built = build_projections(
             scoped,
             codec=codec,
             sealer=sealer,
-            stores=open_stores(scoped, redis, mongo, scoped.namespace),
+            stores=stores,
             dead_letters=dead,
             metrics=Metrics(),
             which=projections,
@@ -154,7 +157,7 @@ async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncItera
         by_topic: dict[str, list[Any]] = {}
         for short, projector in built.projectors:
             by_topic.setdefault(scoped.topic(short), []).append(projector)
-        yield _Rebuild(by_topic, dead, mongo, built.prepare)
+        yield _Rebuild(by_topic, dead, mongo, built.prepare, stores.privacy_checkpoints)
     finally:
         await redis.aclose()
         await mongo.close()
@@ -237,6 +240,11 @@ async def replay(
             batch = settings.replay_batch
             events = await _catch_up(consumer, here.by_topic, partitions, positions, ends, batch, progress, events)
             progress.update(events, final=True)
+            # The privacy step resumes from its own checkpoint (streams/resume.py): in the rebuilt namespace
+            # it has applied every request before the rebuild began, whose erasures the key vault holds.
+            for tp, offset in privacy_from.items():
+                if offset > 0:
+                    await here.privacy_checkpoints.advance(Position("privacy", tp.partition, offset - 1))
             if switch:
                 await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
                 await shared.pointer.switch(

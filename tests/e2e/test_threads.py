@@ -16,8 +16,10 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from adapters.redis_store import thread_base
 from config.settings import Settings
 from memlog.processes import free_port, start_api, start_worker
+from projections.session import ThreadKey
 from projections.tokens import TokenCounter
 from schemas.events import now_ms
 from streams.topics import ensure_topics
@@ -206,8 +208,8 @@ async def test_ttls_follow_the_event_time_and_a_replayed_exchange_never_revives(
     await context(http, "public", public["position"], tenant="ttl-town")
     client = aioredis.Redis.from_url(live.settings.redis)
     prefix = live.settings.redis_prefix
-    session_ttl = await client.pttl(f"{prefix}:session:6:castle:erin")
-    public_ttl = await client.pttl(f"{prefix}:public:8:ttl-town:")
+    session_ttl = await client.pttl(f"{thread_base(prefix, ThreadKey.session('castle', 'erin'))}:h")
+    public_ttl = await client.pttl(f"{thread_base(prefix, ThreadKey.public('ttl-town'))}:h")
     await client.aclose()
     assert 0 < session_ttl <= 20_000  # only what remains of its 24 hours
     assert 29 * 60_000 < public_ttl <= 30 * 60_000  # 2 h public thread, 90 min gone
@@ -234,12 +236,14 @@ async def dump(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
     async for raw in client.scan_iter(match=f"{prefix}:*", count=1000):
         key = raw.decode()
         name = key[len(prefix) + 1 :]
-        if name.startswith(("session:", "public:", "automation:")):
+        if name.startswith(("{session:", "{public:", "{automation:", "{lines:")):
             kind = await client.type(raw)
             if kind == b"hash":
                 found[name] = await client.hgetall(raw)
             elif kind == b"list":
                 found[name] = await client.lrange(raw, 0, -1)
+            elif kind == b"zset":
+                found[name] = await client.zrange(raw, 0, -1, withscores=True)
     return found
 
 

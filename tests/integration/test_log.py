@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
@@ -49,6 +51,10 @@ async def test_topics_keep_what_a_replay_needs_and_a_worker_refuses_topics_that_
         await admin.alter_configs(
             [ConfigResource(ConfigResourceType.TOPIC, topics.topic("facts"), {"retention.ms": week})]
         )
+        for _ in range(100):  # the broker applies a topic's new configuration asynchronously
+            if await _retention(admin, topics.topic("facts")) == week:
+                break
+            await asyncio.sleep(0.1)
         with pytest.raises(ServiceSetupError, match=rf"{topics.topic('facts')} keeps records {week} ms"):
             await check_retention(topics)
     finally:
