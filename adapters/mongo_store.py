@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from bson.errors import InvalidDocument
 from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, DocumentTooLarge, OperationFailure, PyMongoError
+from pymongo.errors import BulkWriteError, DocumentTooLarge, DuplicateKeyError, OperationFailure, PyMongoError
 
 from projections.facts import Fact, SubjectFacts
-from projections.ports import ArchivedEvent
+from projections.ports import FACT_SLOT_SECONDS, ArchivedEvent, Clock, utc_now
 from projections.position import Position
-from schemas.errors import StoreRefused, StoreUnavailable
+from projections.sealing import subject_ref
+from schemas.errors import Conflict, StoreRefused, StoreUnavailable
 
 DUPLICATE_KEY = 11000
 
@@ -382,3 +383,68 @@ class MongoTraceStore:
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         with mongo_errors():
             return await self._traces.find({"tenant": tenant, "subject": subject}, {"expires": 0}).to_list()
+
+
+class MongoFactSlots:
+    """Fact reservations in `fact_slots`, one document per subject: a compare-and-set on its
+    `version` makes concurrent reservations of the last slot pick one winner, and a TTL date drops
+    the document once every reservation in it has lapsed.
+
+    Args:
+        database: the namespace's database.
+        clock: the time reservations are dated and lapse by.
+    """
+
+    ATTEMPTS = 20  # compare-and-set rounds before a write that keeps losing is answered as a conflict
+
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], clock: Clock = utc_now) -> None:
+        self._slots = database["fact_slots"]
+        self._clock = clock
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._slots.create_index("expires", expireAfterSeconds=0, name="kept_until")
+            await self._slots.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+
+    async def reserve(self, tenant: str, subject: str, fact_id: str, held: Collection[str], limit: int) -> bool:
+        now = self._clock()
+        until = now + dt.timedelta(seconds=FACT_SLOT_SECONDS)
+        key = subject_ref(tenant, subject)
+        for _ in range(self.ATTEMPTS):
+            with mongo_errors():
+                doc = await self._slots.find_one({"_id": key})
+            pending = {
+                fid: at for fid, at in (doc or {}).get("pending", {}).items() if fid not in held and _aware(at) > now
+            }
+            if len(held) + len(pending) >= limit:
+                return False
+            pending[fact_id] = until
+            fields = {"tenant": tenant, "subject": subject, "pending": pending, "expires": until}
+            with mongo_errors():
+                if doc is None:
+                    try:
+                        await self._slots.insert_one({"_id": key, "version": 1, **fields})
+                        return True
+                    except DuplicateKeyError:
+                        continue  # another reservation made the document first
+                result = await self._slots.update_one(
+                    {"_id": key, "version": doc["version"]}, {"$set": {**fields, "version": doc["version"] + 1}}
+                )
+            if result.matched_count == 1:
+                return True
+        raise Conflict(f"the facts of {subject!r} are being saved by many writers at once; retry")
+
+    async def release(self, tenant: str, subject: str, fact_id: str) -> None:
+        with mongo_errors():
+            await self._slots.update_one(
+                {"_id": subject_ref(tenant, subject)}, {"$unset": {f"pending.{fact_id}": ""}, "$inc": {"version": 1}}
+            )
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        with mongo_errors():
+            result = await self._slots.delete_many({"tenant": tenant, "subject": subject})
+        return int(result.deleted_count)
+
+
+def _aware(at: dt.datetime) -> dt.datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)

@@ -18,7 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
 from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, MongoNamespacePointer
-from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactStore, MongoTraceStore
+from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactSlots, MongoFactStore, MongoTraceStore
 from adapters.redis_store import RedisCounters, RedisSessionStore
 from config.settings import Settings
 from projections.ports import (
@@ -27,6 +27,7 @@ from projections.ports import (
     ConversationArchive,
     Counters,
     Exports,
+    FactSlots,
     FactStore,
     Idempotency,
     KeyVault,
@@ -64,6 +65,7 @@ class Stores:
     privacy_checkpoints: Checkpoints  # the privacy step's applied offsets
     conversations: ConversationArchive
     idempotency: Idempotency
+    fact_slots: FactSlots
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
@@ -82,6 +84,7 @@ def open_stores(
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
     conversations = MongoConversationArchive(database)
     idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
+    fact_slots = MongoFactSlots(database)
     return Stores(
         namespace=namespace,
         database=database,
@@ -95,7 +98,15 @@ def open_stores(
         privacy_checkpoints=MongoCheckpoints(database, "privacy"),
         conversations=conversations,
         idempotency=idempotency,
-        _prepares=(archive.prepare, conversations.prepare, facts.prepare, traces.prepare, idempotency.prepare),
+        fact_slots=fact_slots,
+        _prepares=(
+            archive.prepare,
+            conversations.prepare,
+            facts.prepare,
+            traces.prepare,
+            idempotency.prepare,
+            fact_slots.prepare,
+        ),
     )
 
 

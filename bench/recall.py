@@ -77,9 +77,18 @@ async def run(settings: Settings) -> None:
         question = "where did I put my diamonds at the tower?"
         collection = services.database["facts"]
         floor = await latencies(lambda: collection.find_one({"_id": f"5:bench:{pick()}"}), SAMPLES)
-        keyword = Memory(services.producer, services.facts, settings.fact_policy(), "bench")
+        keyword = Memory(
+            services.producer, services.facts, settings.fact_policy(), "bench", slots=services.current.fact_slots
+        )
         by_keyword = await latencies(lambda: keyword.recall("bench", pick(), question, None), SAMPLES)
-        similar = Memory(services.producer, services.facts, settings.fact_policy(), "bench", model)
+        similar = Memory(
+            services.producer,
+            services.facts,
+            settings.fact_policy(),
+            "bench",
+            model,
+            slots=services.current.fact_slots,
+        )
         vec_pick = lambda: f"player-{rng.randrange(EMBEDDED_SUBJECTS):05d}"  # noqa: E731
         by_vector = await latencies(lambda: similar.recall("bench-vec", vec_pick(), question, None), 200)
         api = await asyncio.to_thread(start_api, settings, LOGS)

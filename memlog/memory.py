@@ -8,7 +8,7 @@ from typing import Any
 
 from adapters.embeddings import Embedder, EmbeddingFailed
 from projections.facts import Fact, FactPolicy, Recalled, SubjectFacts, cosine, recall
-from projections.ports import FactStore
+from projections.ports import FactSlots, FactStore
 from projections.position import Position
 from schemas.errors import InvalidEvent
 from schemas.events import (
@@ -91,12 +91,15 @@ class Memory:
         policy: FactPolicy,
         producer_name: str,
         embedder: Embedder | None = None,
+        *,
+        slots: FactSlots,
     ) -> None:
         self._producer = producer
         self._store = store
         self._policy = policy
         self._producer_name = producer_name
         self._embedder = embedder
+        self._slots = slots
 
     def _envelope(self, tenant: str, subject: str, agent: str | None) -> Envelope:
         return Envelope(
@@ -126,15 +129,22 @@ class Memory:
             scope = "agent" if agent else "shared"
         if scope not in FACT_SCOPES:
             raise InvalidEvent("scope", f"must be one of {', '.join(FACT_SCOPES)}, not {scope!r}")
-        held = await self.state(tenant, subject)
-        if len(held.facts) >= self._policy.max_facts:
-            raise InvalidEvent(
-                "facts",
-                f"{subject} has {len(held.facts)} facts, the most kept; forget or revise one before remembering more",
-            )
         fact_id = str(uuid.uuid4())
         event = FactRemembered(self._envelope(tenant, subject, agent), fact_id, scope, text, source)
-        return fact_id, await self._producer.produce([event])
+        held = {fact.fact_id for fact in (await self.state(tenant, subject)).facts}
+        # Reserved at acceptance, not read from the projection alone: it may not have applied the
+        # saves just accepted, and a 202 must mean the fact will be kept.
+        if not await self._slots.reserve(tenant, subject, fact_id, held, self._policy.max_facts):
+            raise InvalidEvent(
+                "facts",
+                f"{subject} has {self._policy.max_facts} facts saved or being saved, the most kept; "
+                "forget or revise one before remembering more",
+            )
+        try:
+            return fact_id, await self._producer.produce([event])
+        except BaseException:
+            await self._slots.release(tenant, subject, fact_id)
+            raise
 
     async def revise(self, tenant: str, subject: str, fact_id: str, text: object, agent: str | None) -> Position:
         text = self._text(text)

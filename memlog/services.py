@@ -160,7 +160,14 @@ class Services:
         """Facts: remember / recall / forget, the subject's own commands (seeds 000, 003)."""
         return self._use(
             "memory",
-            lambda: Memory(self.producer, self.facts, self.settings.fact_policy(), self.producer_name, self.embedder),
+            lambda: Memory(
+                self.producer,
+                self.facts,
+                self.settings.fact_policy(),
+                self.producer_name,
+                self.embedder,
+                slots=self.current.fact_slots,
+            ),
         )
 
     @property

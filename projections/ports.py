@@ -9,7 +9,7 @@ that position is newer than what the key already holds, so redelivery and replay
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from projections.position import Position
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
 __all__ = [
+    "FACT_SLOT_SECONDS",
     "PENDING_SECONDS",
     "ArchiveStore",
     "ArchivedEvent",
@@ -27,6 +28,7 @@ __all__ = [
     "ConversationArchive",
     "Counters",
     "Exports",
+    "FactSlots",
     "FactStore",
     "Idempotency",
     "KeyVault",
@@ -277,6 +279,27 @@ class Idempotency(Protocol):
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         """The subject's keys: `tenant`, `subject`, `state` and, once done, `accepted`."""
         ...
+
+
+FACT_SLOT_SECONDS = 600  # a reservation outlives any healthy projection lag; a lapsed one frees its slot
+
+
+class FactSlots(Protocol):
+    """Room in a subject's lasting memory (seed 000: at most 30 facts), reserved when a fact is
+    accepted: the projection may lag behind the writes, so counting its facts alone would accept
+    what it later has to drop. A reservation counts until the projection holds the fact, or until
+    it lapses after FACT_SLOT_SECONDS."""
+
+    async def reserve(self, tenant: str, subject: str, fact_id: str, held: Collection[str], limit: int) -> bool:
+        """Reserve room for `fact_id` unless the facts the projection holds (`held`, by id) and the
+        reservations still pending reach `limit`. Of concurrent calls for the last slot, one wins."""
+        ...
+
+    async def release(self, tenant: str, subject: str, fact_id: str) -> None:
+        """Let go of a reservation whose fact was never produced."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int: ...
 
 
 class KeyVault(Protocol):

@@ -4,11 +4,13 @@ sessions, counters, archived events, facts and traces."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
 from projections.facts import FactPolicy, SubjectFacts, questioned
-from projections.ports import ArchivedEvent
+from projections.ports import FACT_SLOT_SECONDS, ArchivedEvent, Clock, utc_now
 from projections.position import Position
 from projections.session import (
     Exchange,
@@ -284,3 +286,28 @@ class InMemoryTraceStore(InMemoryCheckpoints):
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         return [copy.deepcopy(self._runs[key]) for key in self._of(tenant, subject)]
+
+
+class InMemoryFactSlots:
+    """Fact reservations per subject, lapsing by `clock`."""
+
+    def __init__(self, clock: Clock = utc_now) -> None:
+        self._pending: dict[tuple[str, str], dict[str, dt.datetime]] = {}
+        self._clock = clock
+
+    async def reserve(self, tenant: str, subject: str, fact_id: str, held: Collection[str], limit: int) -> bool:
+        now = self._clock()
+        pending = {
+            fid: at for fid, at in self._pending.get((tenant, subject), {}).items() if fid not in held and at > now
+        }
+        if len(held) + len(pending) >= limit:
+            return False
+        pending[fact_id] = now + dt.timedelta(seconds=FACT_SLOT_SECONDS)
+        self._pending[(tenant, subject)] = pending
+        return True
+
+    async def release(self, tenant: str, subject: str, fact_id: str) -> None:
+        self._pending.get((tenant, subject), {}).pop(fact_id, None)
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        return 1 if self._pending.pop((tenant, subject), None) is not None else 0

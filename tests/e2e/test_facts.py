@@ -95,6 +95,37 @@ async def test_the_31st_fact_is_refused_naming_the_limit(http: httpx.AsyncClient
     assert len(await facts(http, "dan")) == 30
 
 
+async def test_of_concurrent_saves_at_29_facts_exactly_one_is_accepted_and_kept(http: httpx.AsyncClient) -> None:
+    last = None
+    for number in range(29):
+        last = await remember(http, "kit", f"fact number {number}", scope="shared")
+    assert last is not None
+    url = "/v1/tenants/castle/subjects/kit/facts"
+    answers = await asyncio.gather(*(http.post(url, json={"text": f"racing {n}"}) for n in range(10)))
+    assert sorted(r.status_code for r in answers) == [202] + [422] * 9, [r.text for r in answers]
+    (won,) = [r.json() for r in answers if r.status_code == 202]
+    kept = await facts(http, "kit", won["position"])
+    assert len(kept) == 30 and won["fact_id"] in {f["fact_id"] for f in kept}
+
+
+async def test_quick_saves_past_the_limit_are_refused_at_once_and_none_accepted_is_dropped(
+    http: httpx.AsyncClient,
+) -> None:
+    # no wait for the projection between saves: the limit holds on what was accepted, not on what it shows
+    accepted: list[dict[str, Any]] = []
+    refused = 0
+    for number in range(35):
+        response = await http.post("/v1/tenants/castle/subjects/lou/facts", json={"text": f"quick {number}"})
+        if response.status_code == 202:
+            accepted.append(response.json())
+        else:
+            assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "facts"
+            refused += 1
+    assert (len(accepted), refused) == (30, 5)
+    kept = await facts(http, "lou", accepted[-1]["position"])
+    assert {f["fact_id"] for f in kept} == {a["fact_id"] for a in accepted}
+
+
 async def test_a_fact_over_the_length_limit_is_refused(http: httpx.AsyncClient) -> None:
     response = await http.post("/v1/tenants/castle/subjects/eve/facts", json={"text": "x" * 201})
     assert response.status_code == 422
