@@ -151,6 +151,8 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """A string: JSON inside it is redacted as JSON; secret-looking values anywhere are replaced."""
+        if secrets.plain(value) and not self.patterns:
+            return value
         stripped = value.strip()
         # JSON encoded inside the string, at any depth: an object, an array, or a quoted string of JSON
         if (stripped[:1], stripped[-1:]) in (("{", "}"), ("[", "]"), ('"', '"')) and len(stripped) > 1:
@@ -166,8 +168,13 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """Any JSON value, at any depth (walked with a stack, so depth costs no recursion)."""
-        root: list[Any] = [None]
-        stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+        if isinstance(value, str):
+            return self.text(value)
+        if not isinstance(value, dict | list):
+            return _number(value)
+        text, secret_key = self.text, self.secret_key
+        top: list[Any] = [None]
+        stack: list[tuple[Any, Any, Any]] = [(value, top, 0)]
         while stack:
             node, parent, slot = stack.pop()
             if isinstance(node, dict):
@@ -175,25 +182,34 @@ class Redactor:
                 parent[slot] = copy
                 paired = self._paired_value(node)
                 for key, item in node.items():
-                    if (key == paired or self.secret_key(str(key))) and item not in (None, ""):
+                    if item is None or item == "":
+                        copy[key] = item
+                    elif key == paired or secret_key(key if isinstance(key, str) else str(key)):
                         copy[key] = REDACTED
-                    else:
+                    elif isinstance(item, str):
+                        copy[key] = text(item)
+                    elif isinstance(item, dict | list):
                         copy[key] = None  # keeps the key's place; filled when the stack reaches it
                         stack.append((item, copy, key))
-            elif isinstance(node, list):
-                items: list[Any] = [None] * len(node)
+                    else:
+                        copy[key] = _number(item)
+            else:
+                items: list[Any] = list(node)
                 parent[slot] = items
                 hidden = self._named_in_list(node)
                 for index, item in enumerate(node):
-                    if index in hidden and item not in (None, ""):
+                    if isinstance(item, str):
+                        items[index] = REDACTED if item and index in hidden else text(item)
+                    elif isinstance(item, dict | list):
+                        if index in hidden:
+                            items[index] = REDACTED
+                        else:
+                            stack.append((item, items, index))
+                    elif index in hidden and item is not None:
                         items[index] = REDACTED
                     else:
-                        stack.append((item, items, index))
-            elif isinstance(node, str):
-                parent[slot] = self.text(node)
-            else:
-                parent[slot] = node
-        return root[0]
+                        items[index] = _number(item)
+        return top[0]
 
     def json_text(self, text: str) -> str:
         """A JSON text (tool arguments, results): parsed, redacted, written back; plain text otherwise."""
@@ -205,6 +221,8 @@ class Redactor:
 
     def _paired_value(self, node: dict[Any, Any]) -> str | None:
         """The value field of a {"name": "Authorization", "value": ...} pair, when the name is a secret's."""
+        if "value" not in node and "val" not in node:  # most objects: no name/value pair
+            return None
         for name in _PAIR_NAMES:
             named = node.get(name)
             if isinstance(named, str) and len(named) <= 256 and self.secret_key(named):
@@ -221,6 +239,13 @@ class Redactor:
             if isinstance(item, str) and item.startswith("-") and _secret_name(item.lstrip("-"), self):
                 hidden.add(index + 1)
         return hidden
+
+
+def _number(value: Any) -> Any:
+    """A card number written as a JSON number is a card number too."""
+    if type(value) is int and 10**12 <= abs(value) < 10**19 and secrets.card_number(str(abs(value))):
+        return REDACTED
+    return value
 
 
 def _secret_name(item: Any, redactor: Redactor) -> bool:

@@ -30,6 +30,11 @@ IsSecretName = Callable[[str], bool]
 MAX_VALUE = 4096
 # base64 inside base64 is opened once more; deeper wrapping is not worth the time.
 MAX_DECODE_DEPTH = 2
+# A longer base64 token is not decoded: it is judged by its randomness like any blob (base64 of text that
+# holds a secret is random-looking, and is redacted whole), so one token cannot cost a decode and a scan.
+MAX_DECODED_TOKEN = 65_536
+# Randomness is judged on the start of a token: enough to tell a blob from a path or a name.
+RANDOMNESS_SAMPLE = 1024
 
 # Provider keys, matched at the start of a token (so each pattern is tried once per token).
 PROVIDER_RULES: tuple[tuple[str, str], ...] = (
@@ -95,7 +100,11 @@ _PROVIDER = re.compile("|".join(f"(?:{pattern})" for _, pattern in PROVIDER_RULE
 
 # A token: a maximal run of the characters keys, tokens and base64 are written with ('=' only as padding).
 _TOKEN_CHARS = "A-Za-z0-9+/_.~-"
-_TOKEN = re.compile(rf"(?<![{_TOKEN_CHARS}])[{_TOKEN_CHARS}]{{16,}}+={{0,2}}")
+# (A run is found after the character before it, not by a look-behind: the engine then skips ahead to
+# characters outside the run instead of trying every letter. Its '=' padding is looked at, not taken, so the
+# next run still finds the character before it.)
+_TOKEN = re.compile(rf"[^{_TOKEN_CHARS}]([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
+_TOKEN_HEAD = re.compile(rf"([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -129,30 +138,36 @@ _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _URL_USERINFO = re.compile(r"://([^\s/?#\"'<>\[\]{}|\\^`]{1,256})@")
 # Keys with an '=' inside (which ends a token): found in the text, after their literal prefix.
 _INNER_EQUALS = re.compile(r"ATATT3[A-Za-z0-9_=-]{50,1024}+")  # atlassian api tokens
-_WEBHOOK = re.compile(
-    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)/([A-Za-z0-9/_-]{1,256}+)"
+_WEBHOOKS = (
+    re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_-]{1,256}+)"),
+    re.compile(r"discord(?:app)?\.com/api/webhooks/([A-Za-z0-9/_-]{1,256}+)"),
 )
 # A query parameter's value, judged after percent-decoding (a key with '/', '+' or '=' is written %2F, %2B, %3D).
 _QUERY_VALUE = re.compile(r"[?&;][A-Za-z0-9_.\[\]~-]{1,64}+=([^&#\s\"'<>]{1,8192}+)")
-_TELEGRAM = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])")
-_AUTH_SCHEME = re.compile(r"(?<![A-Za-z])(Basic|Bearer|bearer|BEARER|Token)[ ]{1,4}+([A-Za-z0-9+/_.~-]{8,4096}+=*)")
-_CARD = re.compile(r"(?<![0-9A-Za-z_.-])[0-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_-]|\.[0-9])")
-_EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9._%+-]{1,64}+)@(?:[A-Za-z0-9-]{1,63}+\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])"
-)
-# A name, then = or : (or =>, :=, ==), as in env files, YAML, JSON written as text, query strings, headers,
-# keyword arguments. The name may be quoted, its quote escaped (JSON inside a JSON string).
-_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.$-])(-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,63}+)"  # the name
-    r"(\\?[\"'`]?)[ \t]{0,8}+(?:=>|:=|==|=|:)(?!//)[ \t]{0,8}+"  # its closing quote, the sign
-)
+_TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])")  # after the bot's 8 to 10 digits
+_AUTH_SCHEME = re.compile(r"(Basic|Bearer|bearer|BEARER|Token)[ ]{1,4}+([A-Za-z0-9+/_.~-]{8,4096}+=*)")
+_CARD = re.compile(r"[0-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_-]|\.[0-9])")
+_EMAIL_DOMAIN = re.compile(r"@(?:[A-Za-z0-9-]{1,63}+\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])")
+# `name = value` (or :, =>, :=, ==) as in env files, YAML, JSON written as text, query strings, headers and
+# keyword arguments; the name may be quoted, its quote escaped (JSON inside a JSON string). The search jumps
+# from sign to sign (instead of trying a name at every letter) and reads the name backwards from its sign, in
+# the reversed text.
+_SIGN = re.compile(r"(?:=>|:=|==|=|:)(?!//)")
+_NAME_REVERSED = re.compile(r"[ \t]{0,8}+([\"'`]?\\?)([A-Za-z0-9_.-]{0,63}[A-Za-z_]-{0,2})(?![A-Za-z0-9_.$-])")
 # `--password hunter2`: a long flag, then its value after a space.
-_FLAG = re.compile(r"(?<![A-Za-z0-9_.-])--([A-Za-z][A-Za-z0-9_-]{0,63}+)[ \t]{1,8}+(?=[^\s-])")
-_CURL_USER = re.compile(r"(?<![A-Za-z0-9_-])(?:-u|--user)[ \t]{1,8}+[\"']?([^\s\"']{1,1024}+)")
-_NETRC = re.compile(r"(?<![A-Za-z0-9_-])login[ \t]+[^\s]{1,256}+[ \t]+password[ \t]+([^\s]{1,1024}+)")
+_FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9_-]{0,63}+)[ \t]{1,8}+(?=[^\s-])")
+_CURL_USER = re.compile(r"(?:-u|--user)[ \t]{1,8}+[\"']?([^\s\"']{1,1024}+)")
+_NETRC = re.compile(r"login[ \t]+[^\s]{1,256}+[ \t]+password[ \t]+([^\s]{1,1024}+)")
+_SPACES = re.compile(r"[ \t]{0,8}")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>(){}\[\]\\]{1,4096}+")
 _UNQUOTED_IN_QUERY = re.compile(r"[^\s\"'`,;<>(){}\[\]\\&#]{1,4096}+")
 _REST_OF_LINE = re.compile(r"[^\r\n]{1,4096}+")
+# Read backwards from a position in the reversed text: an email's local part, a Telegram bot's id.
+_LOCAL_PART_REVERSED = re.compile(r"[A-Za-z0-9._%+-]{1,64}+(?![A-Za-z0-9._%+-])")
+_BOT_ID_REVERSED = re.compile(r"[0-9]{8,10}+(?![0-9])")
+# Characters of a name (or a number) that a match may not start right after.
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # Names whose value runs to the end of the line (or of the quoted string the header is written in).
 HEADER_NAMES = frozenset({"authorization", "proxyauthorization", "cookie", "setcookie"})
 # What may stand before a name at the start of a line whose value runs to the end of it.
@@ -162,35 +177,68 @@ _CARD_PREFIXES = (
     *("4", "51", "52", "53", "54", "55", "22", "23", "24", "25", "26", "27"),  # visa, mastercard
     *("34", "37", "30", "36", "38", "39", "35", "6"),  # amex, diners, jcb, discover, unionpay, maestro
 )
+# Strings no detector can find anything in, told apart in one step (most short values of a tool's result):
+# words of at most 15 letters between spaces and light punctuation (no token of 16, no digits, no sign); and
+# hex with dashes (UUIDs, digests: not secrets by themselves, see _HEX) holding a letter (so not a card number).
+_PLAIN_WORDS = re.compile(r"[ ,!?()']*+(?:[A-Za-z]{1,15}+[ ,!?()']++)*+[A-Za-z]{0,15}+")
+_HEX_WORD = re.compile(r"(?=[0-9-]*+[a-fA-F])[0-9a-fA-F-]{1,128}+")
+
+
+def plain(text: str) -> bool:
+    """True when no detector can find anything in `text`, told at once (most short values)."""
+    return _PLAIN_WORDS.fullmatch(text) is not None or _HEX_WORD.fullmatch(text) is not None
 
 
 def find(text: str, is_secret_name: IsSecretName, depth: int = 0) -> list[Span]:
     """Every span of `text` that holds a secret, in no particular order; spans may overlap."""
+    if plain(text):
+        return []
     spans: list[Span] = []
-    spans.extend(_pem_blocks(text))
+    if "-----BEGIN" in text:
+        spans.extend(_pem_blocks(text))
+        if spans and spans[-1][1] == len(text):
+            text = text[: spans[-1][0]]  # a key with no END is redacted to the end: only what is before it is read
     spans.extend(_tokens(text, depth, is_secret_name))
-    spans.extend(_assignments(text, is_secret_name))
-    spans.extend(_groups(_URL_USERINFO, text))
-    if depth < MAX_DECODE_DEPTH and "%" in text:
-        spans.extend(_encoded_query_values(text, depth, is_secret_name))
-    spans.extend(_groups(_WEBHOOK, text))
-    spans.extend(_groups(_CURL_USER, text, lambda value: ":" in value))
-    spans.extend(_groups(_NETRC, text))
-    spans.extend(match.span() for match in _TELEGRAM.finditer(text))
-    spans.extend(match.span() for match in _INNER_EQUALS.finditer(text))
-    spans.extend(_auth_schemes(text))
     spans.extend(_cards(text))
-    spans.extend(_emails(text))
+    reversed_text = text[::-1] if ("=" in text or ":" in text or "@" in text) else ""
+    if reversed_text:
+        spans.extend(_assignments(text, reversed_text, is_secret_name))
+    if "--" in text:
+        spans.extend(_flags(text, is_secret_name))
+    if "://" in text:
+        spans.extend(match.span(1) for match in _URL_USERINFO.finditer(text))
+        for webhook in _WEBHOOKS:
+            spans.extend(match.span(1) for match in webhook.finditer(text))
+    if "@" in text:
+        spans.extend(_emails(text, reversed_text))
+    if "%" in text and depth < MAX_DECODE_DEPTH:
+        spans.extend(_encoded_query_values(text, depth, is_secret_name))
+    if ":AA" in text:
+        spans.extend(_telegram(text, reversed_text))
+    if "-u" in text:
+        spans.extend(_groups(_CURL_USER, text, lambda value: ":" in value))
+    if "login" in text:
+        spans.extend(_groups(_NETRC, text))
+    if "ATATT3" in text:
+        spans.extend(match.span() for match in _INNER_EQUALS.finditer(text))
+    if "Basic" in text or "earer" in text or "EARER" in text or "Token" in text:
+        spans.extend(_auth_schemes(text))
     return spans
 
 
 def _groups(pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | None = None) -> Iterator[Span]:
+    """Group 1 of each match that starts a word (the patterns start with a literal, for speed)."""
     for match in pattern.finditer(text):
-        if keep is None or keep(match.group(1)):
+        start = match.start()
+        if (start == 0 or text[start - 1] not in _NAME_CHARS) and (keep is None or keep(match.group(1))):
             yield match.span(1)
 
 
 def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
+    """Query values holding a secret once percent-decoded. The whole text is decoded and searched once; only
+    when that finds something is each value decoded and searched, to know which ones to redact."""
+    if not find(urllib.parse.unquote(text), is_secret_name, depth + 1):
+        return
     for match in _QUERY_VALUE.finditer(text):
         value = match.group(1)
         if "%" in value and find(urllib.parse.unquote(value), is_secret_name, depth + 1):
@@ -211,12 +259,13 @@ def _pem_blocks(text: str) -> Iterator[Span]:
 
 
 def _tokens(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
-    for match in _TOKEN.finditer(text):
-        token = match.group()
+    head = _TOKEN_HEAD.match(text)
+    for match in (head, *_TOKEN.finditer(text)) if head is not None else _TOKEN.finditer(text):
+        token = match.group(1) + match.group(2)
+        start = match.start(1)
         if secret_token(token, depth, is_secret_name):
-            yield match.span()
+            yield start, start + len(token)
         elif "/" in token:  # a key in a path: /bot<token>/, /keys/<key>
-            start = match.start()
             for segment in token.split("/"):
                 if len(segment) >= 16 and _PROVIDER.match(segment):
                     yield start, start + len(segment)
@@ -239,7 +288,7 @@ def secret_token(token: str, depth: int, is_secret_name: IsSecretName) -> bool:
 def _base64_text(token: str, min_length: int = 16) -> str | None:
     """The text a base64 (or base64url) token encodes, if it encodes printable UTF-8 text."""
     core = token.rstrip("=")
-    if len(core) < min_length or len(core) % 4 == 1:
+    if not min_length <= len(core) <= MAX_DECODED_TOKEN or len(core) % 4 == 1:
         return None
     if _BASE64.fullmatch(core):
         altchars = b"+/"
@@ -256,40 +305,54 @@ def _base64_text(token: str, min_length: int = 16) -> str | None:
 
 def random_looking(token: str) -> bool:
     """Long, random-looking and not made of words: a key without a prefix (AWS secret keys, Mistral, Cloudflare)."""
-    core = token.rstrip("=")
+    core = token.rstrip("=")[:RANDOMNESS_SAMPLE]
     if len(core) < MIN_RANDOM_LENGTH or core.startswith(_SSH_PUBLIC):
         return False
     letters = _NOT_ALNUM.sub("", core)
     if not letters or _HEX.fullmatch(letters.removeprefix("0x")):
         return False
+    if sum(len(word) for word in _WORDY.findall(letters)) > MAX_WORDY * len(letters):
+        return False  # words: a path, a name, an identifier
     classes = letters.translate(_CLASS_OF)
     if sum(kind in classes for kind in "Uld") < 2:
         return False
     if len(_CLASS_RUN.findall(classes)) < MIN_CLASS_CHANGES * len(letters):
         return False
-    if sum(len(word) for word in _WORDY.findall(letters)) > MAX_WORDY * len(letters):
-        return False
     entropy = -sum(count / len(core) * math.log2(count / len(core)) for count in Counter(core).values())
     return entropy >= MIN_ENTROPY_BITS
 
 
-def _assignments(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
     """Values after a secret name. The search resumes after each value taken, so no text is read twice."""
-    for pattern, flag in ((_ASSIGNMENT, False), (_FLAG, True)):
-        position = 0
-        while (match := pattern.search(text, position)) is not None:
-            position = match.end()
-            name = match.group(1).lstrip("-")
-            if not is_secret_name(name):
-                continue
-            if flag:
-                span = _value_after(text, match.start(), match.end(), False, False)
-            else:
-                header = _normal(name) in HEADER_NAMES
-                span = _value_after(text, match.start(), match.end(), bool(match.group(2)), header)
-            if span is not None:
-                yield span
-                position = max(position, span[1])
+    size = len(text)
+    position = 0
+    while (sign := _SIGN.search(text, position)) is not None:
+        position = sign.end()
+        named = _NAME_REVERSED.match(reversed_text, size - sign.start())
+        if named is None:
+            continue
+        name = named.group(2)[::-1].lstrip("-")
+        if not is_secret_name(name):
+            continue
+        spaces = _SPACES.match(text, position)
+        value_start = spaces.end() if spaces is not None else position
+        header = _normal(name) in HEADER_NAMES
+        span = _value_after(text, size - named.end(2), value_start, bool(named.group(1)), header)
+        if span is not None:
+            position = max(position, span[1])
+            yield span
+
+
+def _flags(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+    covered = 0
+    for match in _FLAG.finditer(text):
+        start = match.start()
+        if start < covered or (start > 0 and text[start - 1] in _NAME_CHARS) or not is_secret_name(match.group(1)):
+            continue
+        span = _value_after(text, start, match.end(), False, False)
+        if span is not None:
+            covered = span[1]
+            yield span
 
 
 def _value_after(text: str, name_start: int, start: int, name_quoted: bool, header: bool) -> Span | None:
@@ -333,6 +396,8 @@ def _value_after(text: str, name_start: int, start: int, name_quoted: bool, head
 def _auth_schemes(text: str) -> Iterator[Span]:
     """`Basic <base64 of user:password>`, `Bearer <token>`, `Token <token>`, wherever they are written."""
     for match in _AUTH_SCHEME.finditer(text):
+        if match.start() > 0 and text[match.start() - 1] in _LETTERS:
+            continue
         scheme, credential = match.group(1), match.group(2).rstrip(".")  # a sentence's full stop is not in it
         start = match.start(2)
         if scheme == "Basic":
@@ -346,16 +411,20 @@ def _auth_schemes(text: str) -> Iterator[Span]:
 def _cards(text: str) -> Iterator[Span]:
     """Payment card numbers: 13 to 19 digits, a network's prefix, the Luhn check digit, regular grouping."""
     for match in _CARD.finditer(text):
+        if match.start() > 0 and text[match.start() - 1] in _NAME_CHARS:
+            continue  # the end of a longer number, a word or a decimal
         number = match.group()
-        digits = number.replace(" ", "").replace("-", "")
-        if not 13 <= len(digits) <= 19 or not digits.startswith(_CARD_PREFIXES) or not luhn(digits):
-            continue
-        separators = {c for c in number if not c.isdigit()}
-        if len(separators) > 1:
-            continue
-        if separators and any(not 3 <= len(group) <= 6 for group in re.split(r"[ -]", number)):
-            continue
-        yield match.span()
+        separator = " " if " " in number else "-"
+        groups = number.split(separator)
+        if len(groups) > 1 and any(not 3 <= len(group) <= 6 or not group.isdigit() for group in groups):
+            continue  # grouped irregularly, or with two kinds of separator
+        if card_number("".join(groups)):
+            yield match.span()
+
+
+def card_number(digits: str) -> bool:
+    """13 to 19 digits with a card network's prefix and a valid Luhn check digit."""
+    return 13 <= len(digits) <= 19 and digits.startswith(_CARD_PREFIXES) and luhn(digits)
 
 
 def luhn(digits: str) -> bool:
@@ -368,10 +437,23 @@ def luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _emails(text: str) -> Iterator[Span]:
-    for match in _EMAIL.finditer(text):
-        if match.group(1) != "git":  # git@host:org/repo is an address of a repository, not of a person
-            yield match.span()
+def _emails(text: str, reversed_text: str) -> Iterator[Span]:
+    size = len(text)
+    for match in _EMAIL_DOMAIN.finditer(text):
+        local = _LOCAL_PART_REVERSED.match(reversed_text, size - match.start())
+        if local is None:
+            continue
+        start = match.start() - len(local.group())
+        if text[start : match.start()] != "git":  # git@host:org/repo names a repository, not a person
+            yield start, match.end()
+
+
+def _telegram(text: str, reversed_text: str) -> Iterator[Span]:
+    size = len(text)
+    for match in _TELEGRAM.finditer(text):
+        bot = _BOT_ID_REVERSED.match(reversed_text, size - match.start())
+        if bot is not None:
+            yield match.start() - len(bot.group()), match.end()
 
 
 def _normal(name: str) -> str:

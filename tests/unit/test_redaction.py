@@ -378,6 +378,15 @@ def test_a_secret_in_any_list_position_is_redacted(secret: str, items: list[str]
     assert not leaked(secret, REDACTOR.value([[items]]))
 
 
+def test_a_card_number_written_as_a_json_number_is_redacted() -> None:
+    assert json.loads(REDACTOR.json_text(" 4111111111111111 ")) == REDACTED
+    assert REDACTOR.value({"n": 4111111111111111, "m": [5555555555554444], "ts": 1_730_800_000_000}) == {
+        "n": REDACTED,
+        "m": [REDACTED],
+        "ts": 1_730_800_000_000,
+    }
+
+
 def test_a_run_redacts_the_same_in_the_event_and_in_the_projection() -> None:
     secret = SHAPED[0].value
     run = RunTraced(
@@ -412,9 +421,13 @@ def test_a_run_redacts_the_same_in_the_event_and_in_the_projection() -> None:
 def test_adversarial_input_costs_linear_time(adversarial: Callable[[int], Any]) -> None:
     def cost(n: int) -> float:
         value = adversarial(n)
-        started = time.perf_counter()
-        REDACTOR.value(value) if isinstance(value, dict) else REDACTOR.text(value)
-        return time.perf_counter() - started
+        samples = []
+        for _ in range(3):
+            redactor = Redactor.build()  # no key remembered from the pass before
+            started = time.perf_counter()
+            redactor.value(value) if isinstance(value, dict) else redactor.text(value)
+            samples.append(time.perf_counter() - started)
+        return min(samples)
 
     small, large = cost(20_000), cost(200_000)
     assert large < 1.0, large
