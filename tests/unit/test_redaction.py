@@ -378,6 +378,16 @@ def test_a_secret_in_any_list_position_is_redacted(secret: str, items: list[str]
     assert not leaked(secret, REDACTOR.value([[items]]))
 
 
+def test_only_the_secret_part_of_a_string_is_masked() -> None:
+    assert REDACTOR.text("postgres://app:hunter2@db:5432/orders") == f"postgres://{REDACTED}@db:5432/orders"
+    assert REDACTOR.text("DATABASE_PASSWORD=hunter2\nDEBUG=1") == f"DATABASE_PASSWORD={REDACTED}\nDEBUG=1"
+    assert REDACTOR.text('curl -H "Authorization: Bearer abc.def" x') == f'curl -H "Authorization: {REDACTED}" x'
+
+
+def test_a_private_key_without_its_end_is_redacted_to_the_end_of_the_text() -> None:
+    assert REDACTOR.text("key:\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIA") == f"key:\n{REDACTED}"
+
+
 def test_a_card_number_written_as_a_json_number_is_redacted() -> None:
     assert json.loads(REDACTOR.json_text(" 4111111111111111 ")) == REDACTED
     assert REDACTOR.value({"n": 4111111111111111, "m": [5555555555554444], "ts": 1_730_800_000_000}) == {
