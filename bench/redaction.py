@@ -86,7 +86,7 @@ def _run(prompts: list[str], calls: list[tuple[str, str]]) -> RunTraced:
 def typical() -> RunTraced:
     """10 model steps of prose, code and pasted JSON; 10 tool calls with records; a few secrets among them."""
     rng = random.Random(768)
-    share = RUN_BYTES // 20
+    share = RUN_BYTES // 17  # prompts fall a little short of their share: the run comes to about 768 KiB
     prompts = []
     for i in range(10):
         body = _prose(rng, share // 2) + "\n```python\n" + _code(rng, 60) + "\n```\n"

@@ -172,7 +172,7 @@ class Redactor:
             return self.text(value)
         if not isinstance(value, dict | list):
             return _number(value)
-        text, secret_key = self.text, self.secret_key
+        text, secret_key, seen = self.text, self.secret_key, self._seen
         top: list[Any] = [None]
         stack: list[tuple[Any, Any, Any]] = [(value, top, 0)]
         while stack:
@@ -184,7 +184,7 @@ class Redactor:
                 for key, item in node.items():
                     if item is None or item == "":
                         copy[key] = item
-                    elif key == paired or secret_key(key if isinstance(key, str) else str(key)):
+                    elif key == paired or (seen.get(key) if key in seen else secret_key(str(key))):
                         copy[key] = REDACTED
                     elif isinstance(item, str):
                         copy[key] = text(item)
