@@ -1,7 +1,9 @@
 """Redaction of secrets in traces: by key, at any depth, and by value, wherever it appears. Pure.
 
-Applied twice: before a run is produced (secrets never reach the topic) and again when it is
-projected (a producer that skipped it still cannot put one in the projection).
+Applied twice: before a run is produced (secrets never reach the topic) and again when it is projected
+(a producer that skipped it still cannot put one in the projection). Its cost is linear in the size of the run:
+the walk is iterative, a key is split into words once and only joined up to the longest secret name, and the
+value detectors (projections/secrets.py) are linear.
 """
 
 from __future__ import annotations
@@ -9,21 +11,34 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from projections import secrets
 
 REDACTED = "[REDACTED]"
 
 # Keys are compared case-insensitively and without separators, whole or word by word:
-# api-key = api_key = apiKey = APIKEY; "keyboard" and "author" are left alone.
+# api-key = api_key = apiKey = APIKEY; "keyboard" and "author" are left alone. Plurals are listed where the
+# singular is a secret and the plural is not a count ("max_tokens" and "keys" stay readable).
 SECRET_KEYS: tuple[str, ...] = (
     "password",
+    "passwords",
     "passwd",
     "pwd",
+    "pass",
+    "passcode",
+    "passphrase",
+    "passphrases",
     "token",
     "secret",
+    "secrets",
     "key",
     "apikey",
+    "apikeys",
+    "privatekey",
+    "privatekeys",
+    "privkey",
     "auth",
     "authorization",
     "bearer",
@@ -31,88 +46,230 @@ SECRET_KEYS: tuple[str, ...] = (
     "credential",
     "credentials",
     "clientsecret",
-    "privatekey",
     "refresh",
     "refreshtoken",
-    "ssn",
-    "cookie",
-    "setcookie",
-    "session",
-    "sessionid",
     "accesstoken",
     "idtoken",
     "signature",
-    "passphrase",
+    "sig",
+    "cookie",
+    "cookies",
+    "setcookie",
+    "session",
+    "sessionid",
+    "ssn",
+    "pin",
+    "cvv",
+    "cvv2",
+    "cvc",
+    "csc",
+    "securitycode",
+    "cardnumber",
+    "creditcard",
+    "ccnumber",
+    "otp",
+    "totp",
+    "mfacode",
+    "recoverycode",
+    "recoverycodes",
+    "backupcode",
+    "backupcodes",
+    "mnemonic",
+    "seedphrase",
+    "dsn",
+    "connectionstring",
+    "connstring",
+    "connstr",
 )
 
-SECRET_PATTERNS: tuple[str, ...] = (
-    r"-----BEGIN[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----",  # PEM private keys
-    r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]+=*",  # bearer tokens
-    r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",  # JWTs
-    r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{16,}",  # sk-... API keys
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
+# Names ending in one of these are secret whatever stands before: PGPASSWORD, XSRFTOKEN, botToken.
+SECRET_SUFFIXES: tuple[str, ...] = (
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "token",
+    "secret",
+    "apikey",
+    "privatekey",
+    "credential",
+    "credentials",
 )
 
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
+# Names of a header or field in name/value pairs: [{"name": "Authorization", "value": ...}] (HAR, fetch).
+_PAIR_NAMES = ("name", "key", "header", "field")
+_PAIR_VALUES = ("value", "val")
+# Enough for every key of a run; bounded so a stream of unique keys cannot grow it.
+_KEY_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
 class Redactor:
-    """The key list and the value patterns; settings may only add to the defaults."""
+    """The key list and the extra value patterns; settings may only add to the defaults."""
 
     keys: frozenset[str]
     patterns: tuple[re.Pattern[str], ...]
+    _longest: int = field(init=False, repr=False, compare=False)
+    _seen: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_longest", max((len(key) for key in self.keys), default=0))
 
     @classmethod
     def build(cls, extra_keys: Iterable[str] = (), extra_patterns: Iterable[str] = ()) -> Redactor:
+        """Extra patterns are the operator's regexes (MEMLOG_REDACT_PATTERNS), applied as written: keep them
+        free of nested repetition, or they can cost more than the built-in detectors."""
         keys = frozenset(_normal(key) for key in (*SECRET_KEYS, *extra_keys))
-        patterns = tuple(re.compile(pattern, re.DOTALL) for pattern in (*SECRET_PATTERNS, *extra_patterns))
+        patterns = tuple(re.compile(pattern, re.DOTALL) for pattern in extra_patterns)
         return cls(keys, patterns)
 
     def secret_key(self, key: str) -> bool:
-        if _normal(key) in self.keys:
+        known = self._seen.get(key)
+        if known is None:
+            known = self._secret_key(key)
+            if len(self._seen) >= _KEY_CACHE_SIZE:
+                self._seen.clear()
+            self._seen[key] = known
+        return known
+
+    def _secret_key(self, key: str) -> bool:
+        normal = _normal(key)
+        if normal in self.keys or normal.endswith(SECRET_SUFFIXES):
             return True
         words = [word.lower() for word in _WORDS.findall(key)]
-        return any(word in self.keys for word in words) or any(
-            "".join(words[i:j]) in self.keys for i in range(len(words)) for j in range(i + 2, len(words) + 1)
-        )
+        for first in range(len(words)):
+            joined = ""
+            for last in range(first, len(words)):  # joined only up to the longest name: linear in the key
+                joined += words[last]
+                if len(joined) > self._longest:
+                    break
+                if joined in self.keys:
+                    return True
+        return False
 
     def text(self, value: str) -> str:
         """A string: JSON inside it is redacted as JSON; secret-looking values anywhere are replaced."""
+        if secrets.plain(value) and not self.patterns:
+            return value
         stripped = value.strip()
         # JSON encoded inside the string, at any depth: an object, an array, or a quoted string of JSON
         if (stripped[:1], stripped[-1:]) in (("{", "}"), ("[", "]"), ('"', '"')) and len(stripped) > 1:
             try:
                 inner = json.loads(stripped)
-            except ValueError:
-                pass
-            else:
                 return json.dumps(self.value(inner), ensure_ascii=False, separators=(",", ":"))
+            except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+                pass
+        spans = secrets.find(value, self.secret_key)
         for pattern in self.patterns:
-            value = pattern.sub(REDACTED, value)
-        return value
+            spans.extend(match.span() for match in pattern.finditer(value))
+        return _replace(value, spans)
 
     def value(self, value: Any) -> Any:
-        """Any JSON value, at any depth."""
-        if isinstance(value, dict):
-            return {
-                key: (REDACTED if self.secret_key(str(key)) and item not in (None, "") else self.value(item))
-                for key, item in value.items()
-            }
-        if isinstance(value, list):
-            return [self.value(item) for item in value]
+        """Any JSON value, at any depth (walked with a stack, so depth costs no recursion)."""
         if isinstance(value, str):
             return self.text(value)
-        return value
+        if not isinstance(value, dict | list):
+            return _number(value)
+        text, secret_key, seen = self.text, self.secret_key, self._seen
+        top: list[Any] = [None]
+        stack: list[tuple[Any, Any, Any]] = [(value, top, 0)]
+        while stack:
+            node, parent, slot = stack.pop()
+            if isinstance(node, dict):
+                copy: dict[Any, Any] = {}
+                parent[slot] = copy
+                paired = self._paired_value(node)
+                for key, item in node.items():
+                    if item is None or item == "":
+                        copy[key] = item
+                    elif key == paired or (seen.get(key) if key in seen else secret_key(str(key))):
+                        copy[key] = REDACTED
+                    elif isinstance(item, str):
+                        copy[key] = text(item)
+                    elif isinstance(item, dict | list):
+                        copy[key] = None  # keeps the key's place; filled when the stack reaches it
+                        stack.append((item, copy, key))
+                    else:
+                        copy[key] = _number(item)
+            else:
+                items: list[Any] = list(node)
+                parent[slot] = items
+                hidden = self._named_in_list(node)
+                for index, item in enumerate(node):
+                    if isinstance(item, str):
+                        items[index] = REDACTED if item and index in hidden else text(item)
+                    elif isinstance(item, dict | list):
+                        if index in hidden:
+                            items[index] = REDACTED
+                        else:
+                            stack.append((item, items, index))
+                    elif index in hidden and item is not None:
+                        items[index] = REDACTED
+                    else:
+                        items[index] = _number(item)
+        return top[0]
 
     def json_text(self, text: str) -> str:
         """A JSON text (tool arguments, results): parsed, redacted, written back; plain text otherwise."""
         try:
             parsed = json.loads(text)
-        except ValueError:
+            return json.dumps(self.value(parsed), ensure_ascii=False, separators=(",", ":"))
+        except (ValueError, RecursionError):
             return self.text(text)
-        return json.dumps(self.value(parsed), ensure_ascii=False, separators=(",", ":"))
+
+    def _paired_value(self, node: dict[Any, Any]) -> str | None:
+        """The value field of a {"name": "Authorization", "value": ...} pair, when the name is a secret's."""
+        if "value" not in node and "val" not in node:  # most objects: no name/value pair
+            return None
+        for name in _PAIR_NAMES:
+            named = node.get(name)
+            if isinstance(named, str) and len(named) <= 256 and self.secret_key(named):
+                return next((key for key in _PAIR_VALUES if key in node), None)
+        return None
+
+    def _named_in_list(self, items: list[Any]) -> set[int]:
+        """Positions named secret by the item before them: ["Authorization", "Bearer ..."] header pairs and
+        ["--password", "hunter2"] argument lists."""
+        hidden: set[int] = set()
+        if len(items) == 2 and _secret_name(items[0], self):
+            hidden.add(1)
+        for index, item in enumerate(items[:-1]):
+            if isinstance(item, str) and item.startswith("-") and _secret_name(item.lstrip("-"), self):
+                hidden.add(index + 1)
+        return hidden
+
+
+def _number(value: Any) -> Any:
+    """A card number written as a JSON number is a card number too."""
+    if type(value) is int and 10**12 <= abs(value) < 10**19 and secrets.card_number(str(abs(value))):
+        return REDACTED
+    return value
+
+
+def _secret_name(item: Any, redactor: Redactor) -> bool:
+    return isinstance(item, str) and 0 < len(item) <= 256 and " " not in item and redactor.secret_key(item)
+
+
+def _replace(text: str, spans: list[tuple[int, int]]) -> str:
+    """Each run of overlapping or touching spans becomes one marker."""
+    if not spans:
+        return text
+    spans.sort()
+    parts: list[str] = []
+    position = 0
+    covered = -1  # the end of the spans merged so far; -1 before the first
+    for start, end in spans:
+        if start > covered:
+            parts.append(text[position:start])
+            parts.append(REDACTED)
+            position = start
+        covered = max(covered, end)
+        position = covered
+    parts.append(text[position:])
+    return "".join(parts)
 
 
 def _normal(key: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", key.lower())
+    return _NOT_ALNUM.sub("", key.lower())

@@ -160,11 +160,16 @@ class EventProducer:
         """
         if not sampled(run.run_id, self._settings.trace_sample):
             return None
-        clean = redact_run(run, redactor)
-        size = len(self._codec.encode(clean.TYPE, to_record(clean)))
+        # Redacting and encoding a run of up to 768 KiB is CPU work: done in a worker thread, so the event loop
+        # (every other request, /healthz included) is not held while it runs.
+        clean, size = await asyncio.to_thread(self._redacted, run, redactor)
         if size > self._settings.trace_max_bytes:
             raise InvalidEvent("body", f"the run is {size} bytes encoded; at most {self._settings.trace_max_bytes}")
         return await self.produce([clean]), size
+
+    def _redacted(self, run: RunTraced, redactor: Redactor) -> tuple[RunTraced, int]:
+        clean = redact_run(run, redactor)
+        return clean, len(self._codec.encode(clean.TYPE, to_record(clean)))
 
     async def produce(self, events: Sequence[Event]) -> Position:
         """Produce events of one thread in order, atomically as one batch; returns the last one's position."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from projections.ports import TraceStore
 from projections.position import Position
@@ -19,5 +21,10 @@ class TraceStep:
         self._keep_days = keep_days
 
     async def __call__(self, events: Sequence[tuple[RunTraced, Position]]) -> None:
-        await self._store.append([trace_document(run, self._redactor, self._keep_days) for run, _ in events])
+        # redacted in a worker thread: a batch of large runs must not hold the worker's event loop
+        documents = await asyncio.to_thread(self._documents, [run for run, _ in events])
+        await self._store.append(documents)
         await advance_past(self._store, events)
+
+    def _documents(self, runs: list[RunTraced]) -> list[dict[str, Any]]:
+        return [trace_document(run, self._redactor, self._keep_days) for run in runs]

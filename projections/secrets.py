@@ -1,0 +1,460 @@
+"""Where secrets sit in free text: each detector returns spans and costs time linear in the text. Pure.
+
+Why linear: redaction runs on every traced run (up to 768 KiB) before it is produced, so a pattern whose cost
+grows faster than its input lets one run stall the API and the worker. Every pattern here either starts with
+a literal (searched by the regex engine's fast prefix scan) or with a look-behind that allows a start only at
+the edge of a run of its characters, and every repetition is bounded or possessive, so no start position is
+retried more than a bounded number of steps. Token-shaped secrets are judged token by token: the text is cut
+once into maximal runs of token characters, and each run is classified by a prefix table, its shape, its
+base64 content and its randomness, never by a pattern that could rescan a run from every position in it.
+
+Sources of the formats: the providers' documentation of their key formats, and the rules of detect-secrets
+(Yelp, Apache-2.0) and gitleaks (MIT) for the same providers; presidio-analyzer's (MIT) card and email
+recognizers for the idea of checking a card number's Luhn digit and network prefix.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+Span = tuple[int, int]
+IsSecretName = Callable[[str], bool]
+
+# The longest value taken after a secret name, and the longest user info in a URL: far beyond any real one.
+MAX_VALUE = 4096
+# base64 inside base64 is opened once more; deeper wrapping is not worth the time.
+MAX_DECODE_DEPTH = 2
+# A longer base64 token is not decoded: it is judged by its randomness like any blob (base64 of text that
+# holds a secret is random-looking, and is redacted whole), so one token cannot cost a decode and a scan.
+MAX_DECODED_TOKEN = 65_536
+# Randomness is judged on the start of a token: enough to tell a blob from a path or a name.
+RANDOMNESS_SAMPLE = 1024
+
+# Provider keys, matched at the start of a token (so each pattern is tried once per token).
+PROVIDER_RULES: tuple[tuple[str, str], ...] = (
+    ("openai, anthropic, langfuse (sk-...)", r"sk-[A-Za-z0-9_-]{20,}"),
+    ("stripe secret and restricted keys", r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}"),
+    ("stripe webhook secret", r"whsec_[A-Za-z0-9]{20,}"),
+    ("github tokens", r"gh[pousr]_[A-Za-z0-9]{30,}"),
+    ("github fine-grained token", r"github_pat_[A-Za-z0-9_]{40,}"),
+    ("gitlab tokens", r"gl(?:pat|dt|rt|ptt|ft|imt|oas|cbt|soat|ffct|agent)-[A-Za-z0-9_-]{20,}"),
+    ("slack tokens", r"xox[abeoprs]-[A-Za-z0-9-]{10,}"),
+    ("slack rotating token", r"xoxe\.xox[bp]-[A-Za-z0-9-]{10,}"),
+    ("slack app-level token", r"xapp-\d-[A-Za-z0-9-]{10,}"),
+    ("google api key", r"AIza[A-Za-z0-9_-]{35}"),
+    ("google oauth access token", r"ya29\.[A-Za-z0-9_-]{20,}"),
+    ("google oauth client secret", r"GOCSPX-[A-Za-z0-9_-]{20,}"),
+    ("google oauth refresh token", r"1//0[A-Za-z0-9_-]{30,}"),
+    ("aws access key id", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"),
+    ("twilio api key", r"SK[0-9a-fA-F]{32}"),
+    ("sendgrid", r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    ("mailgun", r"key-[0-9a-f]{32}"),
+    ("mailchimp", r"[0-9a-f]{32}-us[0-9]{1,2}"),
+    ("npm", r"npm_[A-Za-z0-9]{36}"),
+    ("pypi", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("hugging face", r"(?:hf_|api_org_)[A-Za-z]{30,}"),
+    ("discord bot token", r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"),
+    ("shopify", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+    ("digitalocean", r"do[opr]_v1_[a-f0-9]{64}"),
+    ("hashicorp vault", r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    ("databricks", r"dapi[a-f0-9]{32}"),
+    ("postman", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("grafana", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}"),
+    ("linear", r"lin_api_[A-Za-z0-9]{40}"),
+    ("notion", r"secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}"),
+    ("new relic", r"NR(?:AK|II|AA)-[A-Z0-9]{20,}"),
+    ("supabase", r"sbp_[a-f0-9]{40}"),
+    ("groq", r"gsk_[A-Za-z0-9]{48,}"),
+    ("replicate", r"r8_[A-Za-z0-9]{37}"),
+    ("perplexity", r"pplx-[A-Za-z0-9]{40,}"),
+    ("xai", r"xai-[A-Za-z0-9]{70,}"),
+    ("age secret key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
+    ("doppler", r"dp\.(?:st|ct|sa|scim|audit)\.[A-Za-z0-9_.-]{20,}"),
+    ("square", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
+    ("facebook and square access tokens", r"EAA[A-Za-z0-9_-]{60,}"),
+    ("mapbox secret token", r"sk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    ("firebase cloud messaging", r"APA91b[A-Za-z0-9_-]{100,}"),
+    ("dropbox", r"sl\.[A-Za-z0-9_.-]{100,}"),
+    ("sentry auth tokens", r"sntry[su]_[A-Za-z0-9+/=_]{40,}"),
+    ("heroku", r"HRKU-[A-Za-z0-9_-]{40,}"),
+    ("azure ad client secret", r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"),
+    ("fly.io", r"fm[12]_[A-Za-z0-9+/=_-]{50,}"),
+    ("docker hub", r"dckr_pat_[A-Za-z0-9_-]{20,}"),
+    ("brevo", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("figma", r"figd_[A-Za-z0-9_-]{40,}"),
+    ("airtable", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
+    ("langsmith", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
+    ("pinecone", r"pcsk_[A-Za-z0-9_]{40,}"),
+    ("terraform cloud", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}"),
+    ("pulumi", r"pul-[a-f0-9]{40}"),
+    ("netlify", r"nfp_[A-Za-z0-9]{36}"),
+    ("json web token", r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+)
+_PROVIDER = re.compile("|".join(f"(?:{pattern})" for _, pattern in PROVIDER_RULES))
+
+# A token: a maximal run of the characters keys, tokens and base64 are written with ('=' only as padding).
+_TOKEN_CHARS = "A-Za-z0-9+/_.~-"
+# (A run is found after the character before it, not by a look-behind: the engine then skips ahead to
+# characters outside the run instead of trying every letter. Its '=' padding is looked at, not taken, so the
+# next run still finds the character before it.)
+_TOKEN = re.compile(rf"[^{_TOKEN_CHARS}]([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
+_TOKEN_HEAD = re.compile(rf"([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+")
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Decoded base64 that is one `user:password` pair: the content of HTTP Basic credentials.
+_CREDENTIAL_PAIR = re.compile(r"[^\s:]{1,256}:[^\s]{1,1024}")
+# Hex digests, UUIDs and plain numbers are not judged by randomness: they carry no credential by themselves
+# (commit ids, content hashes, run ids) and traces need them. A hex key is found by its context instead.
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+# An SSH public key's base64 body: public by design.
+_SSH_PUBLIC = ("AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh")
+_CLASS_OF = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    "U" * 26 + "l" * 26 + "d" * 10,
+)
+_CLASS_RUN = re.compile(r"U+|l+|d+")
+_WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
+
+# A random-looking token (letters and digits only are weighed, so a URL's punctuation does not count): at least
+# this long; changing between upper case, lower case and digits at least this often (random base62 changes at
+# about 6 characters in 10, identifiers at 2 to 3); at most this share of it in words (three letters or more);
+# and this many bits of Shannon entropy per character. Measured on 6,000 generated keys of each length and
+# 42,196 tokens of 24+ characters from Python packages' source: 13 (0.03%) of the latter are taken for keys;
+# 6% of random base62 keys of 24 characters, 4% of 32 and 2% of 40 are not, and are found by context only.
+MIN_RANDOM_LENGTH = 24
+MIN_CLASS_CHANGES = 0.35
+MAX_WORDY = 0.6
+MIN_ENTROPY_BITS = 3.8
+
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_URL_USERINFO = re.compile(r"://([^\s/?#\"'<>\[\]{}|\\^`]{1,256})@")
+# Keys with an '=' inside (which ends a token): found in the text, after their literal prefix.
+_INNER_EQUALS = re.compile(r"ATATT3[A-Za-z0-9_=-]{50,1024}+")  # atlassian api tokens
+_WEBHOOKS = (
+    re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_-]{1,256}+)"),
+    re.compile(r"discord(?:app)?\.com/api/webhooks/([A-Za-z0-9/_-]{1,256}+)"),
+)
+# A query parameter's value, judged after percent-decoding (a key with '/', '+' or '=' is written %2F, %2B, %3D).
+_QUERY_VALUE = re.compile(r"[?&;][A-Za-z0-9_.\[\]~-]{1,64}+=([^&#\s\"'<>]{1,8192}+)")
+_TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])")  # after the bot's 8 to 10 digits
+_AUTH_SCHEME = re.compile(r"(Basic|Bearer|bearer|BEARER|Token)[ ]{1,4}+([A-Za-z0-9+/_.~-]{8,4096}+=*)")
+_CARD = re.compile(r"[0-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_-]|\.[0-9])")
+_EMAIL_DOMAIN = re.compile(r"@(?:[A-Za-z0-9-]{1,63}+\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])")
+# `name = value` (or :, =>, :=, ==) as in env files, YAML, JSON written as text, query strings, headers and
+# keyword arguments; the name may be quoted, its quote escaped (JSON inside a JSON string). The search jumps
+# from sign to sign (instead of trying a name at every letter) and reads the name backwards from its sign, in
+# the reversed text.
+_SIGN = re.compile(r"(?:=>|:=|==|=|:)(?!//)")
+_NAME_REVERSED = re.compile(r"[ \t]{0,8}+([\"'`]?\\?)([A-Za-z0-9_.-]{0,63}[A-Za-z_]-{0,2})(?![A-Za-z0-9_.$-])")
+# `--password hunter2`: a long flag, then its value after a space.
+_FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9_-]{0,63}+)[ \t]{1,8}+(?=[^\s-])")
+_CURL_USER = re.compile(r"(?:-u|--user)[ \t]{1,8}+[\"']?([^\s\"']{1,1024}+)")
+_NETRC = re.compile(r"login[ \t]+[^\s]{1,256}+[ \t]+password[ \t]+([^\s]{1,1024}+)")
+_SPACES = re.compile(r"[ \t]{0,8}")
+_UNQUOTED = re.compile(r"[^\s\"'`,;<>(){}\[\]\\]{1,4096}+")
+_UNQUOTED_IN_QUERY = re.compile(r"[^\s\"'`,;<>(){}\[\]\\&#]{1,4096}+")
+_REST_OF_LINE = re.compile(r"[^\r\n]{1,4096}+")
+# Read backwards from a position in the reversed text: an email's local part, a Telegram bot's id.
+_LOCAL_PART_REVERSED = re.compile(r"[A-Za-z0-9._%+-]{1,64}+(?![A-Za-z0-9._%+-])")
+_BOT_ID_REVERSED = re.compile(r"[0-9]{8,10}+(?![0-9])")
+# Characters of a name (or a number) that a match may not start right after.
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+# Names whose value runs to the end of the line (or of the quoted string the header is written in).
+HEADER_NAMES = frozenset({"authorization", "proxyauthorization", "cookie", "setcookie"})
+# What may stand before a name at the start of a line whose value runs to the end of it.
+LINE_PREFIXES = frozenset({"", "export", "set", "-", "#"})
+# Card networks by their first digits (ISO/IEC 7812 issuer identification numbers).
+_CARD_PREFIXES = (
+    *("4", "51", "52", "53", "54", "55", "22", "23", "24", "25", "26", "27"),  # visa, mastercard
+    *("34", "37", "30", "36", "38", "39", "35", "6"),  # amex, diners, jcb, discover, unionpay, maestro
+)
+# Strings no detector can find anything in, told apart in one step (most short values of a tool's result):
+# words of at most 15 letters between spaces and light punctuation (no token of 16, no digits, no sign); and
+# hex with dashes (UUIDs, digests: not secrets by themselves, see _HEX) holding a letter (so not a card number).
+_PLAIN_WORDS = re.compile(r"[ ,!?()']*+(?:[A-Za-z]{1,15}+[ ,!?()']++)*+[A-Za-z]{0,15}+")
+_HEX_WORD = re.compile(r"(?=[0-9-]*+[a-fA-F])[0-9a-fA-F-]{1,128}+")
+
+
+def plain(text: str) -> bool:
+    """True when no detector can find anything in `text`, told at once (most short values)."""
+    return _PLAIN_WORDS.fullmatch(text) is not None or _HEX_WORD.fullmatch(text) is not None
+
+
+def find(text: str, is_secret_name: IsSecretName, depth: int = 0) -> list[Span]:
+    """Every span of `text` that holds a secret, in no particular order; spans may overlap."""
+    if plain(text):
+        return []
+    spans: list[Span] = []
+    if "-----BEGIN" in text:
+        spans.extend(_pem_blocks(text))
+        if spans and spans[-1][1] == len(text):
+            text = text[: spans[-1][0]]  # a key with no END is redacted to the end: only what is before it is read
+    spans.extend(_tokens(text, depth, is_secret_name))
+    spans.extend(_cards(text))
+    reversed_text = text[::-1] if ("=" in text or ":" in text or "@" in text) else ""
+    if reversed_text:
+        spans.extend(_assignments(text, reversed_text, is_secret_name))
+    if "--" in text:
+        spans.extend(_flags(text, is_secret_name))
+    if "://" in text:
+        spans.extend(match.span(1) for match in _URL_USERINFO.finditer(text))
+        for webhook in _WEBHOOKS:
+            spans.extend(match.span(1) for match in webhook.finditer(text))
+    if "@" in text:
+        spans.extend(_emails(text, reversed_text))
+    if "%" in text and depth < MAX_DECODE_DEPTH:
+        spans.extend(_encoded_query_values(text, depth, is_secret_name))
+    if ":AA" in text:
+        spans.extend(_telegram(text, reversed_text))
+    if "-u" in text:
+        spans.extend(_groups(_CURL_USER, text, lambda value: ":" in value))
+    if "login" in text:
+        spans.extend(_groups(_NETRC, text))
+    if "ATATT3" in text:
+        spans.extend(match.span() for match in _INNER_EQUALS.finditer(text))
+    if "Basic" in text or "earer" in text or "EARER" in text or "Token" in text:
+        spans.extend(_auth_schemes(text))
+    return spans
+
+
+def _groups(pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | None = None) -> Iterator[Span]:
+    """Group 1 of each match that starts a word (the patterns start with a literal, for speed)."""
+    for match in pattern.finditer(text):
+        start = match.start()
+        if (start == 0 or text[start - 1] not in _NAME_CHARS) and (keep is None or keep(match.group(1))):
+            yield match.span(1)
+
+
+def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
+    """Query values holding a secret once percent-decoded. The whole text is decoded and searched once; only
+    when that finds something is each value decoded and searched, to know which ones to redact."""
+    if not find(urllib.parse.unquote(text), is_secret_name, depth + 1):
+        return
+    for match in _QUERY_VALUE.finditer(text):
+        value = match.group(1)
+        if "%" in value and find(urllib.parse.unquote(value), is_secret_name, depth + 1):
+            yield match.span(1)
+
+
+def _pem_blocks(text: str) -> Iterator[Span]:
+    """A private key block from BEGIN to END; a block with no END is redacted to the end of the text."""
+    position = 0
+    while (begin := _PEM_BEGIN.search(text, position)) is not None:
+        end = text.find("-----END", begin.end())
+        if end < 0:
+            yield begin.start(), len(text)
+            return
+        close = text.find("-----", end + 8)
+        position = len(text) if close < 0 else close + 5
+        yield begin.start(), position
+
+
+def _tokens(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
+    head = _TOKEN_HEAD.match(text)
+    for match in (head, *_TOKEN.finditer(text)) if head is not None else _TOKEN.finditer(text):
+        token = match.group(1) + match.group(2)
+        start = match.start(1)
+        if secret_token(token, depth, is_secret_name):
+            yield start, start + len(token)
+        elif "/" in token:  # a key in a path: /bot<token>/, /keys/<key>
+            for segment in token.split("/"):
+                if len(segment) >= 16 and _PROVIDER.match(segment):
+                    yield start, start + len(segment)
+                start += len(segment) + 1
+
+
+def secret_token(token: str, depth: int, is_secret_name: IsSecretName) -> bool:
+    """A provider key, a JWT, base64 wrapping a secret, or a long random string."""
+    if _PROVIDER.match(token):
+        return True
+    decoded = _base64_text(token)
+    if decoded is not None:
+        # judged by what it holds: base64 of ordinary text is ordinary
+        return _CREDENTIAL_PAIR.fullmatch(decoded) is not None or (
+            depth < MAX_DECODE_DEPTH and bool(find(decoded, is_secret_name, depth + 1))
+        )
+    return random_looking(token)
+
+
+def _base64_text(token: str, min_length: int = 16) -> str | None:
+    """The text a base64 (or base64url) token encodes, if it encodes printable UTF-8 text."""
+    core = token.rstrip("=")
+    if not min_length <= len(core) <= MAX_DECODED_TOKEN or len(core) % 4 == 1:
+        return None
+    if _BASE64.fullmatch(core):
+        altchars = b"+/"
+    elif _BASE64URL.fullmatch(core):
+        altchars = b"-_"
+    else:
+        return None
+    try:
+        text = base64.b64decode(core + "=" * (-len(core) % 4), altchars).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return None if _CONTROL.search(text) else text
+
+
+def random_looking(token: str) -> bool:
+    """Long, random-looking and not made of words: a key without a prefix (AWS secret keys, Mistral, Cloudflare)."""
+    core = token.rstrip("=")[:RANDOMNESS_SAMPLE]
+    if len(core) < MIN_RANDOM_LENGTH or core.startswith(_SSH_PUBLIC):
+        return False
+    letters = _NOT_ALNUM.sub("", core)
+    if not letters or _HEX.fullmatch(letters.removeprefix("0x")):
+        return False
+    if sum(len(word) for word in _WORDY.findall(letters)) > MAX_WORDY * len(letters):
+        return False  # words: a path, a name, an identifier
+    classes = letters.translate(_CLASS_OF)
+    if sum(kind in classes for kind in "Uld") < 2:
+        return False
+    if len(_CLASS_RUN.findall(classes)) < MIN_CLASS_CHANGES * len(letters):
+        return False
+    entropy = -sum(count / len(core) * math.log2(count / len(core)) for count in Counter(core).values())
+    return entropy >= MIN_ENTROPY_BITS
+
+
+def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+    """Values after a secret name. The search resumes after each value taken, so no text is read twice."""
+    size = len(text)
+    position = 0
+    while (sign := _SIGN.search(text, position)) is not None:
+        position = sign.end()
+        named = _NAME_REVERSED.match(reversed_text, size - sign.start())
+        if named is None:
+            continue
+        name = named.group(2)[::-1].lstrip("-")
+        if not is_secret_name(name):
+            continue
+        spaces = _SPACES.match(text, position)
+        value_start = spaces.end() if spaces is not None else position
+        header = _normal(name) in HEADER_NAMES
+        span = _value_after(text, size - named.end(2), value_start, bool(named.group(1)), header)
+        if span is not None:
+            position = max(position, span[1])
+            yield span
+
+
+def _flags(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+    covered = 0
+    for match in _FLAG.finditer(text):
+        start = match.start()
+        if start < covered or (start > 0 and text[start - 1] in _NAME_CHARS) or not is_secret_name(match.group(1)):
+            continue
+        span = _value_after(text, start, match.end(), False, False)
+        if span is not None:
+            covered = span[1]
+            yield span
+
+
+def _value_after(text: str, name_start: int, start: int, name_quoted: bool, header: bool) -> Span | None:
+    """The value written after a secret name: quoted, to the end of the line, or one word."""
+    before = text[name_start - 1] if name_start > 0 else "\n"
+    if header:
+        # `Authorization: Basic ...`, perhaps inside a quoted string: `-H "Authorization: Bearer ..."`
+        rest = _REST_OF_LINE.match(text, start)
+        if rest is None:
+            return None
+        end = rest.end()
+        if before in "\"'`" and not name_quoted:
+            closing = text.find(before, start, end)
+            end = closing if closing >= 0 else end
+        return (start, end) if end > start else None
+    quote = ""
+    if text.startswith('\\"', start):
+        quote = '\\"'
+    elif text[start : start + 1] in ('"', "'", "`"):
+        quote = text[start]
+    if quote:
+        first = start + len(quote)
+        line_end = text.find("\n", first, first + MAX_VALUE)
+        limit = line_end if line_end >= 0 else min(len(text), first + MAX_VALUE)
+        closing = text.find(quote, first, limit)
+        end = closing if closing >= 0 else limit
+        return (first, end) if end > first else None
+    # at the start of a line (after `export`, `set`, a YAML dash): KEY=value in env text, `key: value` in YAML
+    window = max(0, name_start - 16)
+    newline = text.rfind("\n", window, name_start)
+    at_line_start = (newline >= 0 or window == 0) and text[newline + 1 : name_start].strip() in LINE_PREFIXES
+    if at_line_start and before not in "?&":
+        value = _REST_OF_LINE.match(text, start)
+        if value is not None:
+            return start, start + len(value.group().rstrip())
+        return None
+    value = (_UNQUOTED_IN_QUERY if before in "?&;" else _UNQUOTED).match(text, start)
+    return value.span() if value is not None else None
+
+
+def _auth_schemes(text: str) -> Iterator[Span]:
+    """`Basic <base64 of user:password>`, `Bearer <token>`, `Token <token>`, wherever they are written."""
+    for match in _AUTH_SCHEME.finditer(text):
+        if match.start() > 0 and text[match.start() - 1] in _LETTERS:
+            continue
+        scheme, credential = match.group(1), match.group(2).rstrip(".")  # a sentence's full stop is not in it
+        start = match.start(2)
+        if scheme == "Basic":
+            decoded = _base64_text(credential, min_length=4)
+            if decoded is not None and ":" in decoded:
+                yield start, start + len(credential)
+        elif not credential.isalpha() or (len(credential) >= 20 and not credential.islower()):
+            yield start, start + len(credential)  # "bearer instruments", "Token refills" are prose
+
+
+def _cards(text: str) -> Iterator[Span]:
+    """Payment card numbers: 13 to 19 digits, a network's prefix, the Luhn check digit, regular grouping."""
+    for match in _CARD.finditer(text):
+        if match.start() > 0 and text[match.start() - 1] in _NAME_CHARS:
+            continue  # the end of a longer number, a word or a decimal
+        number = match.group()
+        separator = " " if " " in number else "-"
+        groups = number.split(separator)
+        if len(groups) > 1 and any(not 3 <= len(group) <= 6 or not group.isdigit() for group in groups):
+            continue  # grouped irregularly, or with two kinds of separator
+        if card_number("".join(groups)):
+            yield match.span()
+
+
+def card_number(digits: str) -> bool:
+    """13 to 19 digits with a card network's prefix and a valid Luhn check digit."""
+    return 13 <= len(digits) <= 19 and digits.startswith(_CARD_PREFIXES) and luhn(digits)
+
+
+def luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        digit = int(char)
+        if index % 2:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+def _emails(text: str, reversed_text: str) -> Iterator[Span]:
+    size = len(text)
+    for match in _EMAIL_DOMAIN.finditer(text):
+        local = _LOCAL_PART_REVERSED.match(reversed_text, size - match.start())
+        if local is None:
+            continue
+        start = match.start() - len(local.group())
+        if text[start : match.start()] != "git":  # git@host:org/repo names a repository, not a person
+            yield start, match.end()
+
+
+def _telegram(text: str, reversed_text: str) -> Iterator[Span]:
+    size = len(text)
+    for match in _TELEGRAM.finditer(text):
+        bot = _BOT_ID_REVERSED.match(reversed_text, size - match.start())
+        if bot is not None:
+            yield match.start() - len(bot.group()), match.end()
+
+
+def _normal(name: str) -> str:
+    return "".join(char for char in name.lower() if char.isalnum())
