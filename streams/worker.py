@@ -20,7 +20,7 @@ from aiokafka.errors import KafkaError
 from adapters import connections
 from adapters.embeddings import make_embedder
 from adapters.summarizers import make_summarizer
-from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from adapters.wiring import Stores, database_names, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from projections.ports import Checkpoints, SessionStore
 from projections.tokens import TokenCounter, load_encoding
@@ -30,6 +30,7 @@ from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVE
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
+from streams.namespaces import Namespaces
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
 from streams.resume import ResumeFromCheckpoints
@@ -179,6 +180,13 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
     for short, projector in built.projectors:
         subscribe(app, topics[short], projector, settings)
+    namespaces = Namespaces(
+        base,
+        shared.pointer,
+        shared.namespaces,
+        lambda name: open_stores(settings, redis, mongo, name),
+        lambda: database_names(mongo),
+    )
     data = SubjectData(
         sessions=sessions,
         facts=stores.facts,
@@ -190,6 +198,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         vault=shared.vault,
         ledger=shared.ledger,
         sealer=sealer,
+        others=lambda: namespaces.others(settings.namespace),
     )
     privacy_projector: Projector[Any] = Projector(
         name="privacy",
@@ -220,9 +229,18 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
             log.warning("namespace switched from %s to %s: restarting in it", settings.namespace, active)
             os.execv(sys.executable, sys.orig_argv)
 
+    @app.timer(interval=settings.namespace_check_seconds)  # type: ignore[untyped-decorator]
+    async def drop_namespaces_out_of_use() -> None:
+        try:
+            await namespaces.drop_due()
+        except StoreUnavailable as exc:  # looked at again on the next tick
+            log.warning("namespaces out of use not dropped now: %s", exc)
+
     async def prepare() -> None:
         await built.prepare()
         await shared.prepare()
+        await namespaces.entries()  # records this one active
+        await namespaces.adopt_found()
         await producer.start()
         if settings.worker_metrics_port is not None:
             metrics.serve(settings.worker_metrics_port, settings.metrics_host)
