@@ -13,6 +13,13 @@ When the rebuild has caught up, the consumer group of the new namespace gets the
 offsets, and the namespace pointer moves: the API follows it within a second, and workers
 restart themselves in the new namespace from those offsets. Live reads keep working on the
 old namespace until then.
+
+A namespace switched to holds every projection: a replay of some projections that switches rebuilds
+the others too (it says so), or reads would find them empty. The target is in the namespace registry
+from the start (`building`), so erasures applied meanwhile reach it; one applied while a batch of
+its subject was already being written is caught by a last pass over the privacy topic before the
+switch (`_erase_meanwhile`). Without a switch, the namespace is recorded `abandoned`, and dropped
+once its grace period has passed (streams.namespaces).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import multiprocessing
 import queue as queues
 import sys
@@ -32,15 +40,22 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from adapters import connections
-from adapters.wiring import make_codec, open_privacy, open_stores
+from adapters.wiring import Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
-from projections.ports import Checkpoints, Ledger
+from projections.namespaces import HEARTBEAT_SECONDS
+from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position
-from schemas.errors import MemlogError
+from schemas.codec import Codec
+from schemas.errors import DecodeError, InvalidEvent, MemlogError, StoreUnavailable
+from schemas.events import SubjectErased, from_record
 from streams.metrics import Metrics
+from streams.namespaces import Namespaces
 from streams.projector import Projector, Record
 from streams.sealer import Sealer
+from streams.steps.privacy import erase_in
 from streams.worker import PROJECTIONS, active_namespace, build_projections
+
+log = logging.getLogger(__name__)
 
 REPORT_EVERY_SECONDS = 0.25
 
@@ -76,6 +91,8 @@ class ReplayReport:
     dead_letters: int
     skipped: dict[tuple[str, str], int] = field(default_factory=dict)
     reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    projections: tuple[str, ...] = PROJECTIONS
+    erased_meanwhile: int = 0  # subjects erased in the target by the last pass over the privacy topic
 
     @property
     def rate(self) -> float:
@@ -124,7 +141,9 @@ class _Rebuild:
     dead: DeadLettersCounted
     mongo: Any
     prepare: Callable[[], Any]
-    privacy_checkpoints: Checkpoints
+    codec: Codec
+    stores: Stores  # the target namespace's
+    open: Callable[[str], Stores]  # any namespace's, over the same clients
 
     def shredded(self) -> Shredded:
         return {
@@ -157,7 +176,9 @@ async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncItera
         by_topic: dict[str, list[Any]] = {}
         for short, projector in built.projectors:
             by_topic.setdefault(scoped.topic(short), []).append(projector)
-        yield _Rebuild(by_topic, dead, mongo, built.prepare, stores.privacy_checkpoints)
+        yield _Rebuild(
+            by_topic, dead, mongo, built.prepare, codec, stores, lambda name: open_stores(scoped, redis, mongo, name)
+        )
     finally:
         await redis.aclose()
         await mongo.close()
@@ -186,13 +207,12 @@ async def replay(
     watch: Callable[[Progress], None] | None = None,
     workers: int | None = None,
 ) -> ReplayReport:
-    """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`.
+    """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`
+    (every projection is rebuilt then: see `needed`).
 
     `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`).
     """
-    unknown = set(projections) - set(PROJECTIONS)
-    if unknown:
-        raise ValueError(f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(PROJECTIONS)}")
+    projections = needed(projections, switch, out)
     workers = settings.replay_workers if workers is None else workers
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
@@ -214,16 +234,19 @@ async def replay(
             "requested_by": requested_by,
             "workers": workers,
         }
+        namespaces = Namespaces(settings, shared.pointer, shared.namespaces, here.open)
+        await namespaces.entries()  # the namespace reads use now is recorded (active) before the switch retires it
+        await shared.namespaces.building(target, f"replay of {', '.join(projections)} by {requested_by}")
+        alive = asyncio.create_task(_heartbeat(shared.namespaces, target))
         try:
             await here.prepare()
             await ledger.record("replay-started", **request)
+            # erasures past what the live privacy agent has applied may race the rebuild's writes
+            erased_from = await _privacy_applied(here.open(previous), settings.partitions, after=True)
             await consumer.start()
             partitions = _assign(consumer, list(here.by_topic), settings.partitions)
             starts = await _starts(consumer, partitions, since_ms)
             ends = await consumer.end_offsets(partitions)
-            # erasures that arrive while the rebuild runs are applied to it by the workers after the switch
-            privacy_tps = [TopicPartition(settings.topic("privacy"), p) for p in range(settings.partitions)]
-            privacy_from = await consumer.end_offsets(privacy_tps)
             progress = Progress(out, sum(max(ends[tp] - starts[tp], 0) for tp in partitions))
             if watch is not None:
                 watch(progress)
@@ -240,32 +263,122 @@ async def replay(
             batch = settings.replay_batch
             events = await _catch_up(consumer, here.by_topic, partitions, positions, ends, batch, progress, events)
             progress.update(events, final=True)
-            # The privacy step resumes from its own checkpoint (streams/resume.py): in the rebuilt namespace
-            # it has applied every request before the rebuild began, whose erasures the key vault holds.
-            for tp, offset in privacy_from.items():
-                if offset > 0:
-                    await here.privacy_checkpoints.advance(Position("privacy", tp.partition, offset - 1))
+            erased = await _erase_meanwhile(consumer, settings, here, erased_from)
             if switch:
-                await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
-                await shared.pointer.switch(
+                await _hand_over(settings, here, previous, scoped.group_id, positions)
+                await namespaces.switch(
                     target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
                 )
-            skipped = _skipped([here.shredded(), *shredded])
-            reasons = await _why_skipped(ledger, skipped)
-            seconds = time.monotonic() - started
-            await ledger.record(
-                "replayed",
-                **request,
-                events=events,
-                seconds=round(seconds, 3),
-                switched=switch,
-                skipped_events=sum(skipped.values()),
-                skipped_subjects=len(skipped),
-            )
-            dead_letters += here.dead.count
-            return ReplayReport(target, previous, events, seconds, switch, dead_letters, skipped, reasons)
+                try:
+                    await namespaces.drop_due()
+                except StoreUnavailable as exc:  # switched all the same; the workers drop them later
+                    log.warning("namespaces out of use not dropped now: %s", exc)
+            else:
+                await shared.namespaces.abandon(target, "built with --no-switch")
+        except BaseException as exc:
+            with contextlib.suppress(Exception):  # it stays `building`, and goes once unheard of for long
+                await shared.namespaces.abandon(target, f"replay failed: {type(exc).__name__}")
+            raise
         finally:
+            alive.cancel()
             await consumer.stop()
+        skipped = _skipped([here.shredded(), *shredded])
+        reasons = await _why_skipped(ledger, skipped)
+        seconds = time.monotonic() - started
+        await ledger.record(
+            "replayed",
+            **request,
+            events=events,
+            seconds=round(seconds, 3),
+            switched=switch,
+            skipped_events=sum(skipped.values()),
+            skipped_subjects=len(skipped),
+            erased_meanwhile=erased,
+        )
+        dead_letters += here.dead.count
+        return ReplayReport(
+            target, previous, events, seconds, switch, dead_letters, skipped, reasons, projections, erased
+        )
+
+
+def needed(projections: tuple[str, ...], switch: bool, out: TextIO) -> tuple[str, ...]:
+    """The projections a replay rebuilds: those asked for, and every other one when it switches.
+
+    Reads switched to a fresh namespace find in it only what the replay built: a replay of `facts`
+    alone would leave sessions and archives (which read the threads topic with facts' activity),
+    and traces, empty until a worker rebuilt them from the start of their topics.
+    """
+    unknown = set(projections) - set(PROJECTIONS)
+    if unknown:
+        raise ValueError(f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(PROJECTIONS)}")
+    if not switch:
+        return tuple(name for name in PROJECTIONS if name in projections)
+    added = [name for name in PROJECTIONS if name not in projections]
+    if added:
+        out.write(
+            f"rebuilding {', '.join(added)} as well: the namespace reads switch to must hold every projection "
+            "(add --no-switch to rebuild only " + ", ".join(projections) + ")\n"
+        )
+    return PROJECTIONS
+
+
+async def _heartbeat(registry: NamespaceRegistry, namespace: str) -> None:
+    """Tell the registry the replay is alive, so nothing takes its namespace for one a crash left behind."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_SECONDS)
+        with contextlib.suppress(StoreUnavailable):  # told again on the next beat
+            await registry.heard(namespace)
+
+
+async def _privacy_applied(stores: Stores, partitions: int, *, after: bool = False) -> dict[int, int]:
+    """The privacy agent's applied offset per partition in a namespace (-1: none); one past it when `after`."""
+    return {p: await stores.privacy_checkpoints.applied("privacy", p) + int(after) for p in range(partitions)}
+
+
+async def _erase_meanwhile(
+    consumer: AIOKafkaConsumer, settings: Settings, here: _Rebuild, starts: dict[int, int]
+) -> int:
+    """Erase from the target every subject whose erasure is on the privacy topic from `starts` on.
+
+    The rebuild opens a batch with the data keys it holds, then writes it: an erasure applied in the
+    target between the two leaves the batch behind. Every erasure that can have raced the rebuild is
+    at or past the live privacy agent's checkpoint read before the rebuild began; after this pass the
+    replay writes nothing more, and later erasures reach the target through the registry.
+    """
+    tps = [TopicPartition(settings.topic("privacy"), p) for p in starts]
+    consumer.assign(tps)
+    positions = {tp: starts[tp.partition] for tp in tps}
+    for tp, offset in positions.items():
+        consumer.seek(tp, offset)
+    ends = await consumer.end_offsets(tps)
+    subjects: set[tuple[str, str]] = set()
+    while gathered := await _gather(consumer, positions, ends, settings.replay_batch):
+        for records in gathered.values():
+            for record in records:
+                try:
+                    decoded = here.codec.decode(record.value)
+                    event = from_record(decoded.full_name, decoded.record)
+                except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError):
+                    continue  # poison: the live worker dead-lettered it
+                if isinstance(event, SubjectErased) and event.envelope.subject is not None:
+                    subjects.add((event.envelope.tenant, event.envelope.subject))
+    for tenant, subject in sorted(subjects):
+        await erase_in(here.stores, tenant, subject)
+    return len(subjects)
+
+
+async def _hand_over(
+    settings: Settings, here: _Rebuild, previous: str, group_id: str, positions: dict[TopicPartition, int]
+) -> None:
+    """The new namespace's consumer group starts where the rebuild stopped, and its privacy agent where the
+    live one is: the erasures and exports it applied are done (in the target too, which the registry
+    held), so the workers do not apply every request of the privacy topic again."""
+    privacy = await _privacy_applied(here.open(previous), settings.partitions)
+    for partition, offset in privacy.items():
+        if offset >= 0:
+            await here.stores.privacy_checkpoints.advance(Position("privacy", partition, offset))
+    privacy_tps = {TopicPartition(settings.topic("privacy"), p): offset + 1 for p, offset in privacy.items()}
+    await _commit_group(settings, group_id, {**positions, **privacy_tps})
 
 
 def _assign(consumer: AIOKafkaConsumer, topics: list[str], partitions: int) -> list[TopicPartition]:
