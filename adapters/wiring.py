@@ -34,6 +34,7 @@ from adapters.mongo_store import (
 )
 from adapters.redis_store import RedisCounters, RedisSessionStore, redis_errors
 from config.settings import Settings
+from projections.namespaces import valid_name
 from projections.ports import (
     ArchiveStore,
     Checkpoints,
@@ -108,6 +109,8 @@ def open_stores(
     fact_slots = MongoFactSlots(database)
 
     async def drop() -> None:
+        if not valid_name(namespace):
+            raise StoreRefused(f"{namespace!r} is not a namespace name: its keys could not be told from others'")
         if scoped.mongo_db_name == settings.privacy_database:
             raise StoreRefused(f"namespace {namespace} would be the privacy database {settings.privacy_database}")
         with mongo_errors():

@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     )
     namespace: str = Field(
         default="live",
-        pattern=r"^[A-Za-z0-9_-]{1,40}$",  # projections.namespaces.NAME
+        pattern=r"^[A-Za-z0-9_-]{1,32}$",  # projections.namespaces.NAME, with room for a replay's suffix
         description="Redis key prefix and MongoDB database suffix of projections.",
     )
     namespace_grace_seconds: int = Field(

@@ -42,7 +42,7 @@ from aiokafka.structs import OffsetAndMetadata
 from adapters import connections
 from adapters.wiring import Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
-from projections.namespaces import HEARTBEAT_SECONDS
+from projections.namespaces import HEARTBEAT_SECONDS, valid_name
 from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position
 from schemas.codec import Codec
@@ -218,6 +218,8 @@ async def replay(
         raise ValueError(f"workers must be at least 1, not {workers}")
     previous = await active_namespace(settings)
     target = namespace or namespace_for_replay(settings.namespace)
+    if not valid_name(target):
+        raise ValueError(f"{target!r} is not a namespace name (letters, digits, '-' and '_', at most 48)")
     scoped = settings.model_copy(update={"namespace": target, "fold_agent": False})
     consumer = _consumer(settings)
     started = time.monotonic()
