@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from config.settings import Settings
 from projections.namespaces import NamespaceEntry, due_for_drop, valid_name, why_not_drop
 from projections.ports import Clock, NamespacePointer, NamespaceRegistry, utc_now
-from schemas.errors import Conflict, NotFound
+from schemas.errors import Conflict, NotFound, StoreRefused
 from streams.steps.privacy import NamespaceData
 
 log = logging.getLogger(__name__)
@@ -131,8 +131,13 @@ class Namespaces:
         prefix = f"{self._settings.mongo_database}_"
         ours = re.compile(rf"{re.escape(base)}(-r\d{{14}})?")
         adopted = []
+        try:
+            databases = await self._databases()
+        except StoreRefused as exc:  # a user without listDatabases: nothing to find, nothing to stop for
+            log.warning("cannot list MongoDB databases to find namespaces made before the registry: %s", exc)
+            return []
         active = await self.active()
-        for database in await self._databases():
+        for database in databases:
             name = database[len(prefix) :] if database.startswith(prefix) else ""
             if not (valid_name(name) and ours.fullmatch(name)) or name == active:
                 continue

@@ -25,7 +25,7 @@ from adapters.in_memory import (
 from config.settings import Settings
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS
 from projections.ports import ArchiveStore, ConversationArchive, FactStore, Idempotency, SessionStore, TraceStore
-from schemas.errors import Conflict, NotFound
+from schemas.errors import Conflict, NotFound, StoreRefused
 from streams.namespaces import Namespaces, NamespaceStores
 from streams.sealer import Sealer
 from streams.steps.privacy import NamespaceData, SubjectData, erase
@@ -169,3 +169,12 @@ async def test_namespaces_made_before_the_registry_are_found_and_recorded(clock:
     assert await namespaces.drop_due() == []
     clock.move(dt.timedelta(days=1).total_seconds())
     assert sorted(await namespaces.drop_due()) == ["live", "live-r20250101000000"]
+
+
+async def test_a_worker_not_allowed_to_list_databases_starts_all_the_same(clock: Clock) -> None:
+    async def refused() -> list[str]:
+        raise StoreRefused("mongodb refused the write: not authorized to execute listDatabases")
+
+    app = App(clock)
+    namespaces = Namespaces(Settings(namespace="live"), app.pointer, app.registry, app.open, refused, clock=clock)
+    assert await namespaces.adopt_found() == []
