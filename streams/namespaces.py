@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from config.settings import Settings
 from projections.namespaces import NamespaceEntry, due_for_drop, valid_name, why_not_drop
 from projections.ports import Clock, NamespacePointer, NamespaceRegistry, utc_now
-from schemas.errors import Conflict, NotFound, StoreRefused
+from schemas.errors import Conflict, NotFound, StoreRefused, StoreUnavailable
 from streams.steps.privacy import NamespaceData
 
 log = logging.getLogger(__name__)
@@ -122,6 +122,11 @@ class Namespaces:
                 dropped.append(entry.namespace)
         return dropped
 
+    async def start(self) -> None:
+        """A worker's first look: its namespace (the pointer's) recorded active, older ones found."""
+        await self.entries()
+        await self.adopt_found()
+
     async def adopt_found(self) -> list[str]:
         """Record the namespaces that hold a MongoDB database but are not recorded (made before the
         registry): the configured one and the replays' `<namespace>-r<UTC time>`. Their grace starts now."""
@@ -146,3 +151,14 @@ class Namespaces:
         if adopted:
             log.info("recorded namespaces found holding data: %s", ", ".join(adopted))
         return adopted
+
+
+def drop_on_timer(app: Any, namespaces: Namespaces, interval: float) -> None:
+    """A Faust app's timer that drops the namespaces out of use for longer than the grace period."""
+
+    @app.timer(interval=interval)  # type: ignore[untyped-decorator]
+    async def drop_namespaces_out_of_use() -> None:
+        try:
+            await namespaces.drop_due()
+        except StoreUnavailable as exc:  # looked at again on the next tick
+            log.warning("namespaces out of use not dropped now: %s", exc)

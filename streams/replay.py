@@ -32,53 +32,40 @@ import multiprocessing
 import queue as queues
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.structs import OffsetAndMetadata
 
-from adapters import connections
-from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from adapters.wiring import Stores, open_privacy
 from config.settings import Settings
 from projections.namespaces import HEARTBEAT_SECONDS, valid_name
 from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position
-from schemas.codec import Codec
 from schemas.errors import DecodeError, InvalidEvent, MemlogError, StoreUnavailable
 from schemas.events import SubjectErased, from_record
-from streams.metrics import Metrics
 from streams.namespaces import Namespaces
-from streams.projector import Projector, Record
-from streams.sealer import Sealer
+from streams.rebuild import (
+    Rebuild,
+    Reports,
+    Shredded,
+    commit_group,
+    drain,
+    gather,
+    rebuild,
+    replay_consumer,
+)
 from streams.steps.privacy import erase_in
-from streams.worker import PROJECTIONS, active_namespace, build_projections
+from streams.worker import PROJECTIONS, active_namespace
 
 log = logging.getLogger(__name__)
 
 REPORT_EVERY_SECONDS = 0.25
 
-# (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
-Shredded = dict[tuple[str, str], dict[tuple[str, str], int]]
-
 
 class ReplayFailed(MemlogError):
     """A replay process stopped before its partitions were rebuilt."""
-
-
-class Reports(Protocol):
-    def update(self, done: int, final: bool = False) -> None: ...
-
-
-class DeadLettersCounted:
-    """Replay does not send dead letters again (the live worker did); it only counts them."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    async def send(self, key: bytes | None, value: bytes) -> None:  # noqa: ARG002 (the sink's signature)
-        self.count += 1
 
 
 @dataclass
@@ -133,68 +120,6 @@ def namespace_for_replay(base: str, now: dt.datetime | None = None) -> str:
     return f"{base}-r{stamp}"
 
 
-@dataclass
-class _Rebuild:
-    """One process's projections writing into the target namespace, by source topic."""
-
-    by_topic: dict[str, list[Any]]
-    dead: DeadLettersCounted
-    mongo: Any
-    prepare: Callable[[], Any]
-    codec: Codec
-    stores: Stores  # the target namespace's
-    open: Callable[[str], Stores]  # any namespace's, over the same clients
-
-    def shredded(self) -> Shredded:
-        return {
-            (topic, projector.name): dict(projector.shredded_by)
-            for topic, projectors in self.by_topic.items()
-            for projector in projectors
-        }
-
-
-@contextlib.asynccontextmanager
-async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[_Rebuild]:
-    """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
-    codec = make_codec(scoped)
-    redis = connections.redis_client(scoped)
-    mongo = connections.mongo(scoped)
-    try:
-        vault = open_privacy(scoped, mongo).vault
-        sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
-        dead = DeadLettersCounted()
-        stores = open_stores(scoped, redis, mongo, scoped.namespace)
-        built = build_projections(
-            scoped,
-            codec=codec,
-            sealer=sealer,
-            stores=stores,
-            dead_letters=dead,
-            metrics=Metrics(),
-            which=projections,
-        )
-        by_topic: dict[str, list[Any]] = {}
-        for short, projector in built.projectors:
-            by_topic.setdefault(scoped.topic(short), []).append(projector)
-        yield _Rebuild(
-            by_topic, dead, mongo, built.prepare, codec, stores, lambda name: open_stores(scoped, redis, mongo, name)
-        )
-    finally:
-        await redis.aclose()
-        await mongo.close()
-        codec.close()
-
-
-def _consumer(settings: Settings) -> AIOKafkaConsumer:
-    return AIOKafkaConsumer(
-        **connections.kafka_options(settings),
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=64 * 1024 * 1024,
-    )
-
-
 async def replay(
     settings: Settings,
     projections: tuple[str, ...] = PROJECTIONS,
@@ -221,12 +146,12 @@ async def replay(
     if not valid_name(target):
         raise ValueError(f"{target!r} is not a namespace name (letters, digits, '-' and '_', at most 48)")
     scoped = settings.model_copy(update={"namespace": target, "fold_agent": False})
-    consumer = _consumer(settings)
+    consumer = replay_consumer(settings)
     started = time.monotonic()
     events = 0
     dead_letters = 0
     shredded: list[Shredded] = []
-    async with _rebuild(scoped, projections) as here:
+    async with rebuild(scoped, projections) as here:
         shared = open_privacy(settings, here.mongo)
         ledger = shared.ledger
         request: dict[str, Any] = {
@@ -267,14 +192,7 @@ async def replay(
             progress.update(events, final=True)
             erased = await _erase_meanwhile(consumer, settings, here, erased_from)
             if switch:
-                await _hand_over(settings, here, previous, scoped.group_id, positions)
-                await namespaces.switch(
-                    target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
-                )
-                try:
-                    await namespaces.drop_due()
-                except StoreUnavailable as exc:  # switched all the same; the workers drop them later
-                    log.warning("namespaces out of use not dropped now: %s", exc)
+                await _switch(settings, here, namespaces, previous, scoped.group_id, positions, projections)
             else:
                 await shared.namespaces.abandon(target, "built with --no-switch")
         except BaseException as exc:
@@ -338,7 +256,7 @@ async def _privacy_applied(stores: Stores, partitions: int, *, after: bool = Fal
 
 
 async def _erase_meanwhile(
-    consumer: AIOKafkaConsumer, settings: Settings, here: _Rebuild, starts: dict[int, int]
+    consumer: AIOKafkaConsumer, settings: Settings, here: Rebuild, starts: dict[int, int]
 ) -> int:
     """Erase from the target every subject whose erasure is on the privacy topic from `starts` on.
 
@@ -354,7 +272,7 @@ async def _erase_meanwhile(
         consumer.seek(tp, offset)
     ends = await consumer.end_offsets(tps)
     subjects: set[tuple[str, str]] = set()
-    while gathered := await _gather(consumer, positions, ends, settings.replay_batch):
+    while gathered := await gather(consumer, positions, ends, settings.replay_batch):
         for records in gathered.values():
             for record in records:
                 try:
@@ -369,18 +287,35 @@ async def _erase_meanwhile(
     return len(subjects)
 
 
-async def _hand_over(
-    settings: Settings, here: _Rebuild, previous: str, group_id: str, positions: dict[TopicPartition, int]
+async def _switch(
+    settings: Settings,
+    here: Rebuild,
+    namespaces: Namespaces,
+    previous: str,
+    group_id: str,
+    positions: dict[TopicPartition, int],
+    projections: tuple[str, ...],
 ) -> None:
-    """The new namespace's consumer group starts where the rebuild stopped, and its privacy agent where the
-    live one is: the erasures and exports it applied are done (in the target too, which the registry
-    held), so the workers do not apply every request of the privacy topic again."""
+    """Hand over to the workers and move the pointer; then drop the namespaces whose grace has passed.
+
+    The new namespace's consumer group starts where the rebuild stopped, and its privacy agent where the
+    live one is: the erasures and exports that one applied are done (in the target too, which the
+    registry held), so the workers do not apply every request of the privacy topic again; the requests
+    past it (not yet applied by the live agent, however old) are applied by the new one.
+    """
     privacy = await _privacy_applied(here.open(previous), settings.partitions)
     for partition, offset in privacy.items():
         if offset >= 0:
             await here.stores.privacy_checkpoints.advance(Position("privacy", partition, offset))
     privacy_tps = {TopicPartition(settings.topic("privacy"), p): offset + 1 for p, offset in privacy.items()}
-    await _commit_group(settings, group_id, {**positions, **privacy_tps})
+    await commit_group(settings, group_id, {**positions, **privacy_tps})
+    target = here.stores.namespace
+    switched_at = dt.datetime.now(dt.UTC)
+    await namespaces.switch(target, previous=previous, switched_at=switched_at, projections=list(projections))
+    try:
+        await namespaces.drop_due()
+    except StoreUnavailable as exc:  # switched all the same; the workers drop them later
+        log.warning("namespaces out of use not dropped now: %s", exc)
 
 
 def _assign(consumer: AIOKafkaConsumer, topics: list[str], partitions: int) -> list[TopicPartition]:
@@ -408,7 +343,7 @@ async def _catch_up(
     for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
         for tp in partitions:
             consumer.seek(tp, positions[tp])
-        events += await _drain(consumer, by_topic, positions, ends, batch, progress, events)
+        events += await drain(consumer, by_topic, positions, ends, batch, progress, events)
         newer = await consumer.end_offsets(partitions)
         if newer == ends:
             break
@@ -574,8 +509,8 @@ async def _part(
     batch: int,
     messages: Any,
 ) -> dict[str, Any]:
-    async with _rebuild(scoped, projections) as part:
-        consumer = _consumer(scoped)
+    async with rebuild(scoped, projections) as part:
+        consumer = replay_consumer(scoped)
         await consumer.start()
         try:
             tps = [TopicPartition(topic, partition) for topic, partition, _, _ in share]
@@ -585,7 +520,7 @@ async def _part(
             for tp, offset in positions.items():
                 consumer.seek(tp, offset)
             by_topic = {topic: part.by_topic[topic] for topic in {tp.topic for tp in tps}}
-            events = await _drain(consumer, by_topic, positions, ends, batch, _Reporting(index, messages), 0)
+            events = await drain(consumer, by_topic, positions, ends, batch, _Reporting(index, messages), 0)
         finally:
             await consumer.stop()
         return {"events": events, "dead_letters": part.dead.count, "shredded": part.shredded()}
@@ -600,63 +535,3 @@ async def _starts(
     found = await consumer.offsets_for_times(dict.fromkeys(partitions, since_ms))
     ends = await consumer.end_offsets(partitions)
     return {tp: (found[tp].offset if found.get(tp) is not None else ends[tp]) for tp in partitions}
-
-
-async def _drain(
-    consumer: AIOKafkaConsumer,
-    by_topic: dict[str, list[Any]],
-    positions: dict[TopicPartition, int],
-    ends: dict[TopicPartition, int],
-    batch: int,
-    progress: Reports,
-    done: int,
-) -> int:
-    applied = 0
-    while gathered := await _gather(consumer, positions, ends, batch):
-        # partitions touch different subjects and checkpoints, so they run side by side and one's
-        # store round trips overlap another's decoding
-        await asyncio.gather(*(_apply_all(by_topic[tp.topic], records) for tp, records in gathered.items()))
-        applied += sum(len(records) for records in gathered.values())
-        progress.update(done + applied)
-    return applied
-
-
-async def _apply_all(projectors: list[Projector[Any]], records: list[Record]) -> None:
-    """A partition's batch decoded and opened once, then applied by every projection of its topic."""
-    read = await projectors[0].read(records)
-    await asyncio.gather(*(projector.apply(records, read) for projector in projectors))
-
-
-async def _gather(
-    consumer: AIOKafkaConsumer,
-    positions: dict[TopicPartition, int],
-    ends: dict[TopicPartition, int],
-    batch: int,
-) -> dict[TopicPartition, list[Record]]:
-    """Up to `batch` records below `ends`, by partition; empty once every partition reached its end.
-
-    A full batch rather than one fetch: the bigger a partition's run, the more of a thread's events
-    go to the store in one call.
-    """
-    gathered: dict[TopicPartition, list[Record]] = {}
-    count = 0
-    while count < batch and any(positions[tp] < ends[tp] for tp in ends):
-        fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
-        for tp, records in fetched.items():
-            wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
-            if wanted:
-                gathered.setdefault(tp, []).extend(wanted)
-                positions[tp] = wanted[-1].offset + 1
-                count += len(wanted)
-    return gathered
-
-
-async def _commit_group(settings: Settings, group_id: str, positions: dict[TopicPartition, int]) -> None:
-    """Hand over to the workers: the new namespace's consumer group starts where the replay stopped."""
-    committer = AIOKafkaConsumer(**connections.kafka_options(settings), group_id=group_id, enable_auto_commit=False)
-    await committer.start()
-    try:
-        committer.assign(list(positions))
-        await committer.commit({tp: OffsetAndMetadata(offset, "") for tp, offset in positions.items()})
-    finally:
-        await committer.stop()

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import faust
@@ -30,7 +31,7 @@ from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVE
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
-from streams.namespaces import Namespaces
+from streams.namespaces import Namespaces, drop_on_timer
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
 from streams.resume import ResumeFromCheckpoints
@@ -180,13 +181,9 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
     for short, projector in built.projectors:
         subscribe(app, topics[short], projector, settings)
-    namespaces = Namespaces(
-        base,
-        shared.pointer,
-        shared.namespaces,
-        lambda name: open_stores(settings, redis, mongo, name),
-        lambda: database_names(mongo),
-    )
+    opened = partial(open_stores, settings, redis, mongo)
+    namespaces = Namespaces(base, shared.pointer, shared.namespaces, opened, partial(database_names, mongo))
+    drop_on_timer(app, namespaces, settings.namespace_check_seconds)
     data = SubjectData(
         sessions=sessions,
         facts=stores.facts,
@@ -229,18 +226,10 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
             log.warning("namespace switched from %s to %s: restarting in it", settings.namespace, active)
             os.execv(sys.executable, sys.orig_argv)
 
-    @app.timer(interval=settings.namespace_check_seconds)  # type: ignore[untyped-decorator]
-    async def drop_namespaces_out_of_use() -> None:
-        try:
-            await namespaces.drop_due()
-        except StoreUnavailable as exc:  # looked at again on the next tick
-            log.warning("namespaces out of use not dropped now: %s", exc)
-
     async def prepare() -> None:
         await built.prepare()
         await shared.prepare()
-        await namespaces.entries()  # records this one active
-        await namespaces.adopt_found()
+        await namespaces.start()
         await producer.start()
         if settings.worker_metrics_port is not None:
             metrics.serve(settings.worker_metrics_port, settings.metrics_host)
