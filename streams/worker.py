@@ -196,6 +196,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         ledger=shared.ledger,
         sealer=sealer,
         others=lambda: namespaces.others(settings.namespace),
+        fact_slots=stores.fact_slots,
     )
     privacy_projector: Projector[Any] = Projector(
         name="privacy",

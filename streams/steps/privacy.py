@@ -20,6 +20,7 @@ from projections.ports import (
     Checkpoints,
     ConversationArchive,
     Exports,
+    FactSlots,
     FactStore,
     Idempotency,
     KeyVault,
@@ -51,6 +52,8 @@ class NamespaceData(Protocol):
     def conversations(self) -> ConversationArchive: ...
     @property
     def idempotency(self) -> Idempotency: ...
+    @property
+    def fact_slots(self) -> FactSlots | None: ...
 
 
 OtherNamespaces = Callable[[], Awaitable[dict[str, NamespaceData]]]
@@ -74,6 +77,7 @@ class SubjectData:
     ledger: Ledger
     sealer: Sealer
     others: OtherNamespaces | None = None
+    fact_slots: FactSlots | None = None  # the API's reservations of facts being accepted
 
 
 async def erase_in(stores: NamespaceData, tenant: str, subject: str) -> dict[str, int]:
@@ -85,6 +89,8 @@ async def erase_in(stores: NamespaceData, tenant: str, subject: str) -> dict[str
     deleted["traces"] = await stores.traces.erase_subject(tenant, subject)
     deleted["archived_events"] = await stores.archive.erase_subject(tenant, subject)
     deleted["conversation_entries"] = await stores.conversations.erase_subject(tenant, subject)  # and search terms
+    if stores.fact_slots is not None:
+        deleted["fact_slots"] = await stores.fact_slots.erase_subject(tenant, subject)
     return deleted
 
 

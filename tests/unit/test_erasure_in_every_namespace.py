@@ -13,6 +13,7 @@ from adapters.in_memory import (
     InMemoryArchiveStore,
     InMemoryConversationArchive,
     InMemoryExports,
+    InMemoryFactSlots,
     InMemoryFactStore,
     InMemoryIdempotency,
     InMemoryKeyVault,
@@ -24,7 +25,15 @@ from adapters.in_memory import (
 )
 from config.settings import Settings
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS
-from projections.ports import ArchiveStore, ConversationArchive, FactStore, Idempotency, SessionStore, TraceStore
+from projections.ports import (
+    ArchiveStore,
+    ConversationArchive,
+    FactSlots,
+    FactStore,
+    Idempotency,
+    SessionStore,
+    TraceStore,
+)
 from schemas.errors import Conflict, NotFound, StoreRefused
 from streams.namespaces import Namespaces, NamespaceStores
 from streams.sealer import Sealer
@@ -50,11 +59,12 @@ class Namespace:
     archive: ArchiveStore = dataclasses.field(default_factory=InMemoryArchiveStore)
     conversations: ConversationArchive = dataclasses.field(default_factory=InMemoryConversationArchive)
     idempotency: Idempotency = dataclasses.field(default_factory=lambda: InMemoryIdempotency(86_400))
+    fact_slots: FactSlots = dataclasses.field(default_factory=InMemoryFactSlots)
     dropped: bool = False
 
     async def drop(self) -> None:
         fresh = Namespace()
-        for field in ("sessions", "facts", "traces", "archive", "conversations", "idempotency"):
+        for field in ("sessions", "facts", "traces", "archive", "conversations", "idempotency", "fact_slots"):
             setattr(self, field, getattr(fresh, field))
         self.dropped = True
 
@@ -89,6 +99,7 @@ class App:
             ledger=self.ledger,
             sealer=Sealer(self.vault),
             others=lambda: self._others(name),
+            fact_slots=stores.fact_slots,
         )
 
     async def _others(self, besides: str) -> dict[str, NamespaceData]:
@@ -105,6 +116,7 @@ async def test_an_erasure_leaves_nothing_in_the_previous_abandoned_or_building_n
     for offset, name in enumerate(("live", "live-r1", "live-r2", "live-r3")):
         await remember(app.data(name), "ann", offset * 10)
         await remember(app.data(name), "bob", offset * 10 + 100)
+        assert await app.held[name].fact_slots.reserve("castle", "ann", "f-new", [], 30)
     assert dict((e.namespace, e.state) for e in await app.registry.entries()) == {
         "live": PREVIOUS,
         "live-r1": ACTIVE,
@@ -115,7 +127,7 @@ async def test_an_erasure_leaves_nothing_in_the_previous_abandoned_or_building_n
     for name in ("live", "live-r1", "live-r2", "live-r3"):
         assert await everything_about(app.data(name), "ann") == NOTHING, name
         assert all(await everything_about(app.data(name), "bob")), name
-    assert entry["deleted"]["facts"] == 1  # the worker's own namespace, as before
+    assert entry["deleted"]["facts"] == 1 and entry["deleted"]["fact_slots"] == 1  # the worker's own namespace
     assert set(entry["deleted_elsewhere"]) == {"live", "live-r2", "live-r3"}
     assert all(count > 0 for count in entry["deleted_elsewhere"].values())
 
