@@ -1,4 +1,4 @@
-"""The key vault, the erasure ledger and export bundles, in MongoDB.
+"""The key vault, the erasure ledger, export bundles, the namespace pointer and registry, in MongoDB.
 
 They live in a database of their own (`MEMLOG_PRIVACY_DATABASE`), outside every projection
 namespace: a replay into a fresh namespace must find the same keys gone and the same ledger.
@@ -16,9 +16,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from adapters.mongo_store import mongo_errors
+from projections import namespaces
+from projections.namespaces import NamespaceEntry
 from projections.ports import Clock, utc_now
 from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
-from schemas.errors import StoreUnavailable, SubjectErasing
+from schemas.errors import Conflict, StoreUnavailable, SubjectErasing
 
 ACTIVE = "active"
 ERASING = "erasing"
@@ -217,3 +219,118 @@ class MongoNamespacePointer:
     async def switch(self, namespace: str, **info: Any) -> None:
         with mongo_errors():
             await self._namespaces.replace_one({"_id": self._app_id}, {"namespace": namespace, **info}, upsert=True)
+
+
+class MongoNamespaceRegistry:
+    """The namespaces of one app id (projections.namespaces), one document each in `namespace_registry`.
+
+    Args:
+        privacy: the privacy database, which every namespace shares.
+        app_id: whose namespaces; apps sharing the database keep theirs apart.
+        clock: when a state changes or a replay is heard of.
+    """
+
+    def __init__(self, privacy: AsyncDatabase[dict[str, Any]], app_id: str, clock: Clock = utc_now) -> None:
+        self._registry = privacy["namespace_registry"]
+        self._app_id = app_id
+        self._clock = clock
+
+    def _id(self, namespace: str) -> str:
+        return f"{len(self._app_id)}:{self._app_id}:{namespace}"  # length-prefixed: no two (app, name) meet
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._registry.create_index([("app_id", ASCENDING), ("created_at", ASCENDING)], name="by_app")
+
+    async def _set(self, namespace: str, fields: dict[str, Any]) -> None:
+        created = {"app_id": self._app_id, "namespace": namespace, "created_at": fields["since"]}
+        with mongo_errors():
+            await self._registry.update_one(
+                {"_id": self._id(namespace)}, {"$set": fields, "$setOnInsert": created}, upsert=True
+            )
+
+    async def building(self, namespace: str, note: str = "") -> None:
+        held = await self.get(namespace)
+        if held is not None and held.state == namespaces.ACTIVE:
+            raise Conflict(f"{namespace} is the active namespace; a replay builds into a fresh one")
+        now = self._clock()
+        await self._set(
+            namespace, {"state": namespaces.BUILDING, "since": now, "seen_at": now, "retired_at": None, "note": note}
+        )
+
+    async def heard(self, namespace: str) -> None:
+        with mongo_errors():
+            await self._registry.update_one({"_id": self._id(namespace)}, {"$set": {"seen_at": self._clock()}})
+
+    async def activate(self, namespace: str) -> list[str]:
+        held = await self.get(namespace)
+        if held is None or held.state != namespaces.ACTIVE:
+            await self._set(namespace, {"state": namespaces.ACTIVE, "since": self._clock(), "retired_at": None})
+        others = {"app_id": self._app_id, "state": namespaces.ACTIVE, "namespace": {"$ne": namespace}}
+        with mongo_errors():
+            retired = [str(doc["namespace"]) async for doc in self._registry.find(others, {"namespace": 1})]
+            if retired:
+                now = self._clock()
+                await self._registry.update_many(
+                    {**others, "namespace": {"$in": retired}},
+                    {"$set": {"state": namespaces.PREVIOUS, "since": now, "retired_at": now}},
+                )
+        return retired
+
+    async def abandon(self, namespace: str, note: str) -> None:
+        now = self._clock()
+        with mongo_errors():
+            await self._registry.update_one(
+                {"_id": self._id(namespace), "state": namespaces.BUILDING},
+                {"$set": {"state": namespaces.ABANDONED, "since": now, "retired_at": now, "note": note}},
+            )
+
+    async def adopt(self, namespace: str, note: str) -> bool:
+        now = self._clock()
+        doc = {
+            "_id": self._id(namespace),
+            "app_id": self._app_id,
+            "namespace": namespace,
+            "state": namespaces.PREVIOUS,
+            "created_at": now,
+            "since": now,
+            "retired_at": now,
+            "seen_at": None,
+            "note": note,
+        }
+        with mongo_errors():
+            try:
+                await self._registry.insert_one(doc)
+            except DuplicateKeyError:
+                return False
+        return True
+
+    async def get(self, namespace: str) -> NamespaceEntry | None:
+        with mongo_errors():
+            doc = await self._registry.find_one({"_id": self._id(namespace)})
+        return None if doc is None else _entry(doc)
+
+    async def entries(self) -> list[NamespaceEntry]:
+        with mongo_errors():
+            docs = (
+                await self._registry.find({"app_id": self._app_id})
+                .sort([("created_at", 1), ("namespace", 1)])
+                .to_list()
+            )
+        return [_entry(doc) for doc in docs]
+
+    async def remove(self, namespace: str) -> None:
+        with mongo_errors():
+            await self._registry.delete_one({"_id": self._id(namespace)})
+
+
+def _entry(doc: dict[str, Any]) -> NamespaceEntry:
+    return NamespaceEntry(
+        namespace=str(doc["namespace"]),
+        state=str(doc["state"]),
+        created_at=doc["created_at"],
+        since=doc["since"],
+        retired_at=doc.get("retired_at"),
+        seen_at=doc.get("seen_at"),
+        note=str(doc.get("note") or ""),
+    )

@@ -1,8 +1,8 @@
 """The one place where each store class is built.
 
 A namespace (a Redis key prefix and a MongoDB database) holds the projection stores; the privacy
-stores (key vault, ledger, exports, namespace pointer) live in one database that every namespace
-shares, so an erasure recorded there holds for rebuilt namespaces too. The API, the CLI, the MCP
+stores (key vault, ledger, exports, namespace pointer and registry) live in one database that every
+namespace shares, so an erasure recorded there holds for rebuilt namespaces too. The API, the CLI, the MCP
 server, the worker and replay all open their stores here.
 """
 
@@ -17,10 +17,24 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
-from adapters.mongo_privacy import MongoExports, MongoKeyVault, MongoLedger, MongoNamespacePointer
-from adapters.mongo_store import MongoArchiveStore, MongoCheckpoints, MongoFactSlots, MongoFactStore, MongoTraceStore
-from adapters.redis_store import RedisCounters, RedisSessionStore
+from adapters.mongo_privacy import (
+    MongoExports,
+    MongoKeyVault,
+    MongoLedger,
+    MongoNamespacePointer,
+    MongoNamespaceRegistry,
+)
+from adapters.mongo_store import (
+    MongoArchiveStore,
+    MongoCheckpoints,
+    MongoFactSlots,
+    MongoFactStore,
+    MongoTraceStore,
+    mongo_errors,
+)
+from adapters.redis_store import RedisCounters, RedisSessionStore, redis_errors
 from config.settings import Settings
+from projections.namespaces import valid_name
 from projections.ports import (
     ArchiveStore,
     Checkpoints,
@@ -33,11 +47,13 @@ from projections.ports import (
     KeyVault,
     Ledger,
     NamespacePointer,
+    NamespaceRegistry,
     SessionStore,
     TraceStore,
 )
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
+from schemas.errors import StoreRefused
 from schemas.registry import HttpSchemaRegistry
 
 Prepare = Callable[[], Awaitable[None]]
@@ -67,11 +83,17 @@ class Stores:
     idempotency: Idempotency
     fact_slots: FactSlots
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
+    _drop: Prepare | None = field(default=None, repr=False)
 
     async def prepare(self) -> None:
         """Create every index the namespace's stores need (idempotent): the worker, replay and the API
         all call it, so a namespace switched to is complete whoever opened it first."""
         await _prepare_all(self._prepares)
+
+    async def drop(self) -> None:
+        """Delete everything the namespace holds: its MongoDB database and every Redis key of its prefix."""
+        assert self._drop is not None, "opened without its clients"
+        await self._drop()
 
 
 def open_stores(
@@ -85,6 +107,26 @@ def open_stores(
     conversations = MongoConversationArchive(database)
     idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
     fact_slots = MongoFactSlots(database)
+
+    async def drop() -> None:
+        if not valid_name(namespace):
+            raise StoreRefused(f"{namespace!r} is not a namespace name: its keys could not be told from others'")
+        if scoped.mongo_db_name == settings.privacy_database:
+            raise StoreRefused(f"namespace {namespace} would be the privacy database {settings.privacy_database}")
+        with mongo_errors():
+            await mongo.drop_database(scoped.mongo_db_name)
+        # The prefix ends in ':' and neither the app id nor the namespace holds ':' or a glob character
+        # (config.settings), so this matches the namespace's keys and no other's.
+        with redis_errors():
+            batch: list[Any] = []
+            async for key in redis.scan_iter(match=f"{scoped.redis_prefix}:*", count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    await redis.delete(*batch)
+                    batch.clear()
+            if batch:
+                await redis.delete(*batch)
+
     return Stores(
         namespace=namespace,
         database=database,
@@ -107,18 +149,21 @@ def open_stores(
             idempotency.prepare,
             fact_slots.prepare,
         ),
+        _drop=drop,
     )
 
 
 @dataclass(frozen=True)
 class PrivacyStores:
-    """The stores every namespace shares: data keys, the ledger, export bundles, the namespace pointer."""
+    """The stores every namespace shares: data keys, the ledger, export bundles, the namespace pointer
+    and the registry of namespaces."""
 
     database: AsyncDatabase[dict[str, Any]]
     vault: KeyVault
     ledger: Ledger
     exports: Exports
     pointer: NamespacePointer
+    namespaces: NamespaceRegistry
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
@@ -131,14 +176,22 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
     vault = MongoKeyVault(database, master)
     ledger = MongoLedger(database, master)
     exports = MongoExports(database)
+    namespaces = MongoNamespaceRegistry(database, settings.app_id)
     return PrivacyStores(
         database=database,
         vault=vault,
         ledger=ledger,
         exports=exports,
         pointer=MongoNamespacePointer(database, settings.app_id),
-        _prepares=(vault.prepare, ledger.prepare, exports.prepare),
+        namespaces=namespaces,
+        _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare),
     )
+
+
+async def database_names(mongo: AsyncMongoClient[dict[str, Any]]) -> list[str]:
+    """Every database on the server (to find namespaces made before the namespace registry)."""
+    with mongo_errors():
+        return list(await mongo.list_database_names())
 
 
 def make_codec(settings: Settings) -> Codec:

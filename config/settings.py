@@ -77,8 +77,25 @@ class Settings(BaseSettings):
     max_message_bytes: int = Field(default=1_048_576, ge=65_536)
 
     # --- projections ---
-    app_id: str = Field(default="memlog", description="Faust app id, also the consumer group prefix.")
-    namespace: str = Field(default="live", description="Redis key prefix and MongoDB database suffix of projections.")
+    # No ':' or glob character in either: a namespace's Redis keys are found by the prefix <app_id>:<namespace>:
+    app_id: str = Field(
+        default="memlog",
+        pattern=r"^[A-Za-z0-9_.-]{1,100}$",
+        description="Faust app id, also the consumer group prefix.",
+    )
+    namespace: str = Field(
+        default="live",
+        pattern=r"^[A-Za-z0-9_-]{1,32}$",  # projections.namespaces.NAME, with room for a replay's suffix
+        description="Redis key prefix and MongoDB database suffix of projections.",
+    )
+    namespace_grace_seconds: int = Field(
+        default=86_400,
+        ge=0,
+        description="A namespace out of use (switched away from, or built and not switched to) is dropped after this.",
+    )
+    namespace_check_seconds: float = Field(
+        default=300.0, gt=0, description="How often a worker drops the namespaces whose grace period has passed."
+    )
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")

@@ -90,6 +90,7 @@ class Replays:
                 state="done",
                 namespace=report.namespace,
                 previous=report.previous,
+                projections=list(report.projections),
                 events=report.events,
                 seconds=round(report.seconds, 3),
                 switched=report.switched,

@@ -42,6 +42,7 @@ from projections.redaction import Redactor
 from schemas.codec import Codec
 from streams.folds import FoldService
 from streams.metrics import Metrics
+from streams.namespaces import Namespaces
 from streams.positions import LogPositions
 from streams.producer import EventProducer
 from streams.sealer import Sealer
@@ -247,6 +248,13 @@ class Services:
     @property
     def replays(self) -> Replays:
         return self._use_once("replays", lambda: Replays(self.settings))
+
+    @property
+    def namespaces(self) -> Namespaces:
+        """The app's namespaces: listed, dropped (by the rules of projections.namespaces)."""
+        return self._use_once(
+            "namespaces", lambda: Namespaces(self.settings, self.pointer, self.shared.namespaces, self.stores)
+        )
 
     def stores(self, namespace: str) -> Stores:
         return open_stores(self.settings, self.redis, self.mongo, namespace)

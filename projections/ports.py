@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
 from projections.facts import SubjectFacts
+from projections.namespaces import NamespaceEntry
 from projections.position import Position
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
@@ -33,7 +34,9 @@ __all__ = [
     "Idempotency",
     "KeyVault",
     "Ledger",
+    "NamespaceEntry",
     "NamespacePointer",
+    "NamespaceRegistry",
     "SessionStore",
     "ThreadKey",
     "TraceStore",
@@ -372,4 +375,46 @@ class NamespacePointer(Protocol):
 
     async def switch(self, namespace: str, **info: Any) -> None:
         """Point at `namespace`, noting `info` with it (the previous namespace, when, which projections)."""
+        ...
+
+
+class NamespaceRegistry(Protocol):
+    """Every namespace of one app id that a worker or a replay writes into, with its state
+    (projections.namespaces): an erasure reaches each, and the worker drops the ones out of use.
+
+    Times come from the registry's clock. A namespace unknown to a method that names one is left alone,
+    except by `building` and `activate`, which record it.
+    """
+
+    async def building(self, namespace: str, note: str = "") -> None:
+        """A replay starts writing into `namespace`: recorded as `building`, heard of now. Raises
+        Conflict when it is the active one."""
+        ...
+
+    async def heard(self, namespace: str) -> None:
+        """The replay building `namespace` is alive (its `seen_at` becomes now)."""
+        ...
+
+    async def activate(self, namespace: str) -> list[str]:
+        """`namespace` becomes the `active` one (recorded if unknown); every other active one becomes
+        `previous`, retired now. Returns those; none when `namespace` was active already."""
+        ...
+
+    async def abandon(self, namespace: str, note: str) -> None:
+        """A `building` namespace no replay will switch to: `abandoned`, retired now. Any other state stays."""
+        ...
+
+    async def adopt(self, namespace: str, note: str) -> bool:
+        """Record a namespace found holding data but unknown here as `previous`, retired now; False when
+        it is known already (nothing changes)."""
+        ...
+
+    async def get(self, namespace: str) -> NamespaceEntry | None: ...
+
+    async def entries(self) -> list[NamespaceEntry]:
+        """Every namespace recorded, oldest first."""
+        ...
+
+    async def remove(self, namespace: str) -> None:
+        """Forget a namespace (it was dropped)."""
         ...

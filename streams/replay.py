@@ -13,6 +13,13 @@ When the rebuild has caught up, the consumer group of the new namespace gets the
 offsets, and the namespace pointer moves: the API follows it within a second, and workers
 restart themselves in the new namespace from those offsets. Live reads keep working on the
 old namespace until then.
+
+A namespace switched to holds every projection: a replay of some projections that switches rebuilds
+the others too (it says so), or reads would find them empty. The target is in the namespace registry
+from the start (`building`), so erasures applied meanwhile reach it; one applied while a batch of
+its subject was already being written is caught by a last pass over the privacy topic before the
+switch (`_erase_meanwhile`). Without a switch, the namespace is recorded `abandoned`, and dropped
+once its grace period has passed (streams.namespaces).
 """
 
 from __future__ import annotations
@@ -20,50 +27,45 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import multiprocessing
 import queue as queues
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.structs import OffsetAndMetadata
 
-from adapters import connections
-from adapters.wiring import make_codec, open_privacy, open_stores
+from adapters.wiring import Stores, open_privacy
 from config.settings import Settings
-from projections.ports import Checkpoints, Ledger
+from projections.namespaces import HEARTBEAT_SECONDS, valid_name
+from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position
-from schemas.errors import MemlogError
-from streams.metrics import Metrics
-from streams.projector import Projector, Record
-from streams.sealer import Sealer
-from streams.worker import PROJECTIONS, active_namespace, build_projections
+from schemas.errors import DecodeError, InvalidEvent, MemlogError, StoreUnavailable
+from schemas.events import SubjectErased, from_record
+from streams.namespaces import Namespaces
+from streams.rebuild import (
+    Rebuild,
+    Reports,
+    Shredded,
+    commit_group,
+    drain,
+    gather,
+    rebuild,
+    replay_consumer,
+)
+from streams.steps.privacy import erase_in
+from streams.worker import PROJECTIONS, active_namespace
+
+log = logging.getLogger(__name__)
 
 REPORT_EVERY_SECONDS = 0.25
-
-# (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
-Shredded = dict[tuple[str, str], dict[tuple[str, str], int]]
 
 
 class ReplayFailed(MemlogError):
     """A replay process stopped before its partitions were rebuilt."""
-
-
-class Reports(Protocol):
-    def update(self, done: int, final: bool = False) -> None: ...
-
-
-class DeadLettersCounted:
-    """Replay does not send dead letters again (the live worker did); it only counts them."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    async def send(self, key: bytes | None, value: bytes) -> None:  # noqa: ARG002 (the sink's signature)
-        self.count += 1
 
 
 @dataclass
@@ -76,6 +78,8 @@ class ReplayReport:
     dead_letters: int
     skipped: dict[tuple[str, str], int] = field(default_factory=dict)
     reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    projections: tuple[str, ...] = PROJECTIONS
+    erased_meanwhile: int = 0  # subjects erased in the target by the last pass over the privacy topic
 
     @property
     def rate(self) -> float:
@@ -116,64 +120,6 @@ def namespace_for_replay(base: str, now: dt.datetime | None = None) -> str:
     return f"{base}-r{stamp}"
 
 
-@dataclass
-class _Rebuild:
-    """One process's projections writing into the target namespace, by source topic."""
-
-    by_topic: dict[str, list[Any]]
-    dead: DeadLettersCounted
-    mongo: Any
-    prepare: Callable[[], Any]
-    privacy_checkpoints: Checkpoints
-
-    def shredded(self) -> Shredded:
-        return {
-            (topic, projector.name): dict(projector.shredded_by)
-            for topic, projectors in self.by_topic.items()
-            for projector in projectors
-        }
-
-
-@contextlib.asynccontextmanager
-async def _rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[_Rebuild]:
-    """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
-    codec = make_codec(scoped)
-    redis = connections.redis_client(scoped)
-    mongo = connections.mongo(scoped)
-    try:
-        vault = open_privacy(scoped, mongo).vault
-        sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
-        dead = DeadLettersCounted()
-        stores = open_stores(scoped, redis, mongo, scoped.namespace)
-        built = build_projections(
-            scoped,
-            codec=codec,
-            sealer=sealer,
-            stores=stores,
-            dead_letters=dead,
-            metrics=Metrics(),
-            which=projections,
-        )
-        by_topic: dict[str, list[Any]] = {}
-        for short, projector in built.projectors:
-            by_topic.setdefault(scoped.topic(short), []).append(projector)
-        yield _Rebuild(by_topic, dead, mongo, built.prepare, stores.privacy_checkpoints)
-    finally:
-        await redis.aclose()
-        await mongo.close()
-        codec.close()
-
-
-def _consumer(settings: Settings) -> AIOKafkaConsumer:
-    return AIOKafkaConsumer(
-        **connections.kafka_options(settings),
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=64 * 1024 * 1024,
-    )
-
-
 async def replay(
     settings: Settings,
     projections: tuple[str, ...] = PROJECTIONS,
@@ -186,25 +132,26 @@ async def replay(
     watch: Callable[[Progress], None] | None = None,
     workers: int | None = None,
 ) -> ReplayReport:
-    """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`.
+    """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`
+    (every projection is rebuilt then: see `needed`).
 
     `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`).
     """
-    unknown = set(projections) - set(PROJECTIONS)
-    if unknown:
-        raise ValueError(f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(PROJECTIONS)}")
+    projections = needed(projections, switch, out)
     workers = settings.replay_workers if workers is None else workers
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     previous = await active_namespace(settings)
     target = namespace or namespace_for_replay(settings.namespace)
+    if not valid_name(target):
+        raise ValueError(f"{target!r} is not a namespace name (letters, digits, '-' and '_', at most 48)")
     scoped = settings.model_copy(update={"namespace": target, "fold_agent": False})
-    consumer = _consumer(settings)
+    consumer = replay_consumer(settings)
     started = time.monotonic()
     events = 0
     dead_letters = 0
     shredded: list[Shredded] = []
-    async with _rebuild(scoped, projections) as here:
+    async with rebuild(scoped, projections) as here:
         shared = open_privacy(settings, here.mongo)
         ledger = shared.ledger
         request: dict[str, Any] = {
@@ -214,16 +161,19 @@ async def replay(
             "requested_by": requested_by,
             "workers": workers,
         }
+        namespaces = Namespaces(settings, shared.pointer, shared.namespaces, here.open)
+        await namespaces.entries()  # the namespace reads use now is recorded (active) before the switch retires it
+        await shared.namespaces.building(target, f"replay of {', '.join(projections)} by {requested_by}")
+        alive = asyncio.create_task(_heartbeat(shared.namespaces, target))
         try:
             await here.prepare()
             await ledger.record("replay-started", **request)
+            # erasures past what the live privacy agent has applied may race the rebuild's writes
+            erased_from = await _privacy_applied(here.open(previous), settings.partitions, after=True)
             await consumer.start()
             partitions = _assign(consumer, list(here.by_topic), settings.partitions)
             starts = await _starts(consumer, partitions, since_ms)
             ends = await consumer.end_offsets(partitions)
-            # erasures that arrive while the rebuild runs are applied to it by the workers after the switch
-            privacy_tps = [TopicPartition(settings.topic("privacy"), p) for p in range(settings.partitions)]
-            privacy_from = await consumer.end_offsets(privacy_tps)
             progress = Progress(out, sum(max(ends[tp] - starts[tp], 0) for tp in partitions))
             if watch is not None:
                 watch(progress)
@@ -240,32 +190,132 @@ async def replay(
             batch = settings.replay_batch
             events = await _catch_up(consumer, here.by_topic, partitions, positions, ends, batch, progress, events)
             progress.update(events, final=True)
-            # The privacy step resumes from its own checkpoint (streams/resume.py): in the rebuilt namespace
-            # it has applied every request before the rebuild began, whose erasures the key vault holds.
-            for tp, offset in privacy_from.items():
-                if offset > 0:
-                    await here.privacy_checkpoints.advance(Position("privacy", tp.partition, offset - 1))
+            erased = await _erase_meanwhile(consumer, settings, here, erased_from)
             if switch:
-                await _commit_group(settings, scoped.group_id, {**positions, **privacy_from})
-                await shared.pointer.switch(
-                    target, previous=previous, switched_at=dt.datetime.now(dt.UTC), projections=list(projections)
-                )
-            skipped = _skipped([here.shredded(), *shredded])
-            reasons = await _why_skipped(ledger, skipped)
-            seconds = time.monotonic() - started
-            await ledger.record(
-                "replayed",
-                **request,
-                events=events,
-                seconds=round(seconds, 3),
-                switched=switch,
-                skipped_events=sum(skipped.values()),
-                skipped_subjects=len(skipped),
-            )
-            dead_letters += here.dead.count
-            return ReplayReport(target, previous, events, seconds, switch, dead_letters, skipped, reasons)
+                await _switch(settings, here, namespaces, previous, scoped.group_id, positions, projections)
+            else:
+                await shared.namespaces.abandon(target, "built with --no-switch")
+        except BaseException as exc:
+            with contextlib.suppress(Exception):  # it stays `building`, and goes once unheard of for long
+                await shared.namespaces.abandon(target, f"replay failed: {type(exc).__name__}")
+            raise
         finally:
+            alive.cancel()
             await consumer.stop()
+        skipped = _skipped([here.shredded(), *shredded])
+        reasons = await _why_skipped(ledger, skipped)
+        seconds = time.monotonic() - started
+        await ledger.record(
+            "replayed",
+            **request,
+            events=events,
+            seconds=round(seconds, 3),
+            switched=switch,
+            skipped_events=sum(skipped.values()),
+            skipped_subjects=len(skipped),
+            erased_meanwhile=erased,
+        )
+        dead_letters += here.dead.count
+        return ReplayReport(
+            target, previous, events, seconds, switch, dead_letters, skipped, reasons, projections, erased
+        )
+
+
+def needed(projections: tuple[str, ...], switch: bool, out: TextIO) -> tuple[str, ...]:
+    """The projections a replay rebuilds: those asked for, and every other one when it switches.
+
+    Reads switched to a fresh namespace find in it only what the replay built: a replay of `facts`
+    alone would leave sessions and archives (which read the threads topic with facts' activity),
+    and traces, empty until a worker rebuilt them from the start of their topics.
+    """
+    unknown = set(projections) - set(PROJECTIONS)
+    if unknown:
+        raise ValueError(f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(PROJECTIONS)}")
+    if not switch:
+        return tuple(name for name in PROJECTIONS if name in projections)
+    added = [name for name in PROJECTIONS if name not in projections]
+    if added:
+        out.write(
+            f"rebuilding {', '.join(added)} as well: the namespace reads switch to must hold every projection "
+            "(add --no-switch to rebuild only " + ", ".join(projections) + ")\n"
+        )
+    return PROJECTIONS
+
+
+async def _heartbeat(registry: NamespaceRegistry, namespace: str) -> None:
+    """Tell the registry the replay is alive, so nothing takes its namespace for one a crash left behind."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_SECONDS)
+        with contextlib.suppress(StoreUnavailable):  # told again on the next beat
+            await registry.heard(namespace)
+
+
+async def _privacy_applied(stores: Stores, partitions: int, *, after: bool = False) -> dict[int, int]:
+    """The privacy agent's applied offset per partition in a namespace (-1: none); one past it when `after`."""
+    return {p: await stores.privacy_checkpoints.applied("privacy", p) + int(after) for p in range(partitions)}
+
+
+async def _erase_meanwhile(
+    consumer: AIOKafkaConsumer, settings: Settings, here: Rebuild, starts: dict[int, int]
+) -> int:
+    """Erase from the target every subject whose erasure is on the privacy topic from `starts` on.
+
+    The rebuild opens a batch with the data keys it holds, then writes it: an erasure applied in the
+    target between the two leaves the batch behind. Every erasure that can have raced the rebuild is
+    at or past the live privacy agent's checkpoint read before the rebuild began; after this pass the
+    replay writes nothing more, and later erasures reach the target through the registry.
+    """
+    tps = [TopicPartition(settings.topic("privacy"), p) for p in starts]
+    consumer.assign(tps)
+    positions = {tp: starts[tp.partition] for tp in tps}
+    for tp, offset in positions.items():
+        consumer.seek(tp, offset)
+    ends = await consumer.end_offsets(tps)
+    subjects: set[tuple[str, str]] = set()
+    while gathered := await gather(consumer, positions, ends, settings.replay_batch):
+        for records in gathered.values():
+            for record in records:
+                try:
+                    decoded = here.codec.decode(record.value)
+                    event = from_record(decoded.full_name, decoded.record)
+                except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError):
+                    continue  # poison: the live worker dead-lettered it
+                if isinstance(event, SubjectErased) and event.envelope.subject is not None:
+                    subjects.add((event.envelope.tenant, event.envelope.subject))
+    for tenant, subject in sorted(subjects):
+        await erase_in(here.stores, tenant, subject)
+    return len(subjects)
+
+
+async def _switch(
+    settings: Settings,
+    here: Rebuild,
+    namespaces: Namespaces,
+    previous: str,
+    group_id: str,
+    positions: dict[TopicPartition, int],
+    projections: tuple[str, ...],
+) -> None:
+    """Hand over to the workers and move the pointer; then drop the namespaces whose grace has passed.
+
+    The new namespace's consumer group starts where the rebuild stopped, and its privacy agent where the
+    live one is: the erasures and exports that one applied are done (in the target too, which the
+    registry held), so the workers do not apply every request of the privacy topic again; the requests
+    past it (not yet applied by the live agent, however old) are applied by the new one.
+    """
+    privacy = await _privacy_applied(here.open(previous), settings.partitions)
+    for partition, offset in privacy.items():
+        if offset >= 0:
+            await here.stores.privacy_checkpoints.advance(Position("privacy", partition, offset))
+    privacy_tps = {TopicPartition(settings.topic("privacy"), p): offset + 1 for p, offset in privacy.items()}
+    await commit_group(settings, group_id, {**positions, **privacy_tps})
+    target = here.stores.namespace
+    switched_at = dt.datetime.now(dt.UTC)
+    await namespaces.switch(target, previous=previous, switched_at=switched_at, projections=list(projections))
+    try:
+        await namespaces.drop_due()
+    except StoreUnavailable as exc:  # switched all the same; the workers drop them later
+        log.warning("namespaces out of use not dropped now: %s", exc)
 
 
 def _assign(consumer: AIOKafkaConsumer, topics: list[str], partitions: int) -> list[TopicPartition]:
@@ -293,7 +343,7 @@ async def _catch_up(
     for _ in range(3):  # catch up with what arrived meanwhile, a couple of times
         for tp in partitions:
             consumer.seek(tp, positions[tp])
-        events += await _drain(consumer, by_topic, positions, ends, batch, progress, events)
+        events += await drain(consumer, by_topic, positions, ends, batch, progress, events)
         newer = await consumer.end_offsets(partitions)
         if newer == ends:
             break
@@ -459,8 +509,8 @@ async def _part(
     batch: int,
     messages: Any,
 ) -> dict[str, Any]:
-    async with _rebuild(scoped, projections) as part:
-        consumer = _consumer(scoped)
+    async with rebuild(scoped, projections) as part:
+        consumer = replay_consumer(scoped)
         await consumer.start()
         try:
             tps = [TopicPartition(topic, partition) for topic, partition, _, _ in share]
@@ -470,7 +520,7 @@ async def _part(
             for tp, offset in positions.items():
                 consumer.seek(tp, offset)
             by_topic = {topic: part.by_topic[topic] for topic in {tp.topic for tp in tps}}
-            events = await _drain(consumer, by_topic, positions, ends, batch, _Reporting(index, messages), 0)
+            events = await drain(consumer, by_topic, positions, ends, batch, _Reporting(index, messages), 0)
         finally:
             await consumer.stop()
         return {"events": events, "dead_letters": part.dead.count, "shredded": part.shredded()}
@@ -485,63 +535,3 @@ async def _starts(
     found = await consumer.offsets_for_times(dict.fromkeys(partitions, since_ms))
     ends = await consumer.end_offsets(partitions)
     return {tp: (found[tp].offset if found.get(tp) is not None else ends[tp]) for tp in partitions}
-
-
-async def _drain(
-    consumer: AIOKafkaConsumer,
-    by_topic: dict[str, list[Any]],
-    positions: dict[TopicPartition, int],
-    ends: dict[TopicPartition, int],
-    batch: int,
-    progress: Reports,
-    done: int,
-) -> int:
-    applied = 0
-    while gathered := await _gather(consumer, positions, ends, batch):
-        # partitions touch different subjects and checkpoints, so they run side by side and one's
-        # store round trips overlap another's decoding
-        await asyncio.gather(*(_apply_all(by_topic[tp.topic], records) for tp, records in gathered.items()))
-        applied += sum(len(records) for records in gathered.values())
-        progress.update(done + applied)
-    return applied
-
-
-async def _apply_all(projectors: list[Projector[Any]], records: list[Record]) -> None:
-    """A partition's batch decoded and opened once, then applied by every projection of its topic."""
-    read = await projectors[0].read(records)
-    await asyncio.gather(*(projector.apply(records, read) for projector in projectors))
-
-
-async def _gather(
-    consumer: AIOKafkaConsumer,
-    positions: dict[TopicPartition, int],
-    ends: dict[TopicPartition, int],
-    batch: int,
-) -> dict[TopicPartition, list[Record]]:
-    """Up to `batch` records below `ends`, by partition; empty once every partition reached its end.
-
-    A full batch rather than one fetch: the bigger a partition's run, the more of a thread's events
-    go to the store in one call.
-    """
-    gathered: dict[TopicPartition, list[Record]] = {}
-    count = 0
-    while count < batch and any(positions[tp] < ends[tp] for tp in ends):
-        fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
-        for tp, records in fetched.items():
-            wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
-            if wanted:
-                gathered.setdefault(tp, []).extend(wanted)
-                positions[tp] = wanted[-1].offset + 1
-                count += len(wanted)
-    return gathered
-
-
-async def _commit_group(settings: Settings, group_id: str, positions: dict[TopicPartition, int]) -> None:
-    """Hand over to the workers: the new namespace's consumer group starts where the replay stopped."""
-    committer = AIOKafkaConsumer(**connections.kafka_options(settings), group_id=group_id, enable_auto_commit=False)
-    await committer.start()
-    try:
-        committer.assign(list(positions))
-        await committer.commit({tp: OffsetAndMetadata(offset, "") for tp, offset in positions.items()})
-    finally:
-        await committer.stop()

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import faust
@@ -20,7 +21,7 @@ from aiokafka.errors import KafkaError
 from adapters import connections
 from adapters.embeddings import make_embedder
 from adapters.summarizers import make_summarizer
-from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from adapters.wiring import Stores, database_names, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from projections.ports import Checkpoints, SessionStore
 from projections.tokens import TokenCounter, load_encoding
@@ -30,6 +31,7 @@ from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVE
 from streams.app import create_app
 from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
+from streams.namespaces import Namespaces, drop_on_timer
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
 from streams.resume import ResumeFromCheckpoints
@@ -179,6 +181,9 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
     for short, projector in built.projectors:
         subscribe(app, topics[short], projector, settings)
+    opened = partial(open_stores, settings, redis, mongo)
+    namespaces = Namespaces(base, shared.pointer, shared.namespaces, opened, partial(database_names, mongo))
+    drop_on_timer(app, namespaces, settings.namespace_check_seconds)
     data = SubjectData(
         sessions=sessions,
         facts=stores.facts,
@@ -190,6 +195,8 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         vault=shared.vault,
         ledger=shared.ledger,
         sealer=sealer,
+        others=lambda: namespaces.others(settings.namespace),
+        fact_slots=stores.fact_slots,
     )
     privacy_projector: Projector[Any] = Projector(
         name="privacy",
@@ -223,6 +230,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     async def prepare() -> None:
         await built.prepare()
         await shared.prepare()
+        await namespaces.start()
         await producer.start()
         if settings.worker_metrics_port is not None:
             metrics.serve(settings.worker_metrics_port, settings.metrics_host)

@@ -10,6 +10,7 @@ from adapters.in_memory.privacy import (
     InMemoryKeyVault,
     InMemoryLedger,
     InMemoryNamespacePointer,
+    InMemoryNamespaceRegistry,
     WrappedKey,
 )
 from adapters.in_memory.stores import (
@@ -34,6 +35,7 @@ __all__ = [
     "InMemoryKeyVault",
     "InMemoryLedger",
     "InMemoryNamespacePointer",
+    "InMemoryNamespaceRegistry",
     "InMemorySessionStore",
     "InMemoryTraceStore",
     "WrappedKey",

@@ -1,16 +1,19 @@
-"""The in-process key vault, ledger, export bundles and namespace pointer (MongoDB's are in
-adapters/mongo_privacy.py)."""
+"""The in-process key vault, ledger, export bundles, namespace pointer and namespace registry
+(MongoDB's are in adapters/mongo_privacy.py)."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS, NamespaceEntry
 from projections.ports import Clock, utc_now
 from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
-from schemas.errors import SubjectErasing
+from schemas.errors import Conflict, SubjectErasing
 
 
 @dataclass
@@ -149,3 +152,71 @@ class InMemoryNamespacePointer:
     async def switch(self, namespace: str, **info: Any) -> None:
         self._namespace = namespace
         self._info = dict(info)
+
+
+class InMemoryNamespaceRegistry:
+    """The namespaces of one app id, by name (projections.namespaces).
+
+    Args:
+        clock: when a state changes or a replay is heard of.
+    """
+
+    def __init__(self, clock: Clock = utc_now) -> None:
+        self._entries: dict[str, NamespaceEntry] = {}
+        self._clock = clock
+
+    def _put(
+        self,
+        namespace: str,
+        state: str,
+        note: str,
+        *,
+        retired_at: dt.datetime | None = None,
+        seen_at: dt.datetime | None = None,
+    ) -> None:
+        now = self._clock()
+        held = self._entries.get(namespace)
+        created = now if held is None else held.created_at
+        self._entries[namespace] = NamespaceEntry(namespace, state, created, now, retired_at, seen_at, note)
+
+    async def building(self, namespace: str, note: str = "") -> None:
+        held = self._entries.get(namespace)
+        if held is not None and held.state == ACTIVE:
+            raise Conflict(f"{namespace} is the active namespace; a replay builds into a fresh one")
+        self._put(namespace, BUILDING, note, seen_at=self._clock())
+
+    async def heard(self, namespace: str) -> None:
+        held = self._entries.get(namespace)
+        if held is not None:
+            self._entries[namespace] = dataclasses.replace(held, seen_at=self._clock())
+
+    async def activate(self, namespace: str) -> list[str]:
+        held = self._entries.get(namespace)
+        if held is None or held.state != ACTIVE:
+            self._put(namespace, ACTIVE, "" if held is None else held.note)
+        retired = [e.namespace for e in self._entries.values() if e.state == ACTIVE and e.namespace != namespace]
+        for name in retired:
+            now = self._clock()
+            self._entries[name] = dataclasses.replace(self._entries[name], state=PREVIOUS, since=now, retired_at=now)
+        return retired
+
+    async def abandon(self, namespace: str, note: str) -> None:
+        held = self._entries.get(namespace)
+        if held is not None and held.state == BUILDING:
+            now = self._clock()
+            self._entries[namespace] = dataclasses.replace(held, state=ABANDONED, since=now, retired_at=now, note=note)
+
+    async def adopt(self, namespace: str, note: str) -> bool:
+        if namespace in self._entries:
+            return False
+        self._put(namespace, PREVIOUS, note, retired_at=self._clock())
+        return True
+
+    async def get(self, namespace: str) -> NamespaceEntry | None:
+        return self._entries.get(namespace)
+
+    async def entries(self) -> list[NamespaceEntry]:
+        return sorted(self._entries.values(), key=lambda entry: (entry.created_at, entry.namespace))
+
+    async def remove(self, namespace: str) -> None:
+        self._entries.pop(namespace, None)

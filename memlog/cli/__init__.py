@@ -1,7 +1,7 @@
 """The `memlog` command: `up`, `worker`, `api`, `dev up | down | status`, `threads`, `retention`, ...
 
 One module per area: `parser` (the command line), `stack` (dev, up, api), `facts`, `threads`
-(threads, retention, reset) and `operators` (erase, export, replay, verify, ledger).
+(threads, retention, reset), `namespaces` and `operators` (erase, export, replay, verify, ledger).
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 asyncio.run(run_threads(settings, args) if args.command == "threads" else run_retention(settings, args))
             )
+            return 0
+        if args.command == "namespaces":
+            from memlog.cli.namespaces import run_namespaces
+
+            for line in asyncio.run(run_namespaces(settings, args)):
+                print(line)
             return 0
         if args.command == "reset":
             from memlog.cli.threads import reset_session

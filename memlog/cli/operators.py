@@ -89,6 +89,9 @@ async def _replay(settings: Settings, args: argparse.Namespace) -> int:
         f"replayed {report.events:,} events into {report.namespace} in {report.seconds:.1f}s "
         f"({report.rate:,.0f} events/s); dead letters seen again: {report.dead_letters}"
     )
+    print(f"rebuilt: {', '.join(report.projections)}")
+    if report.erased_meanwhile:
+        print(f"erased from it {report.erased_meanwhile} subjects whose erasure arrived while it was being built")
     for (tenant, subject), count in sorted(report.skipped.items()):
         print(f"skipped {count} events of an erased subject in {tenant}: {report.reasons[(tenant, subject)]}")
     print(f"reads now use {report.namespace}" if report.switched else f"reads still use {report.previous}")

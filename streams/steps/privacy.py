@@ -1,8 +1,9 @@
 """The privacy step: SubjectErased and SubjectExportRequested on memlog.privacy.
 
 Erasure and export of one subject across every projection (DESIGN "Erasure, export, replay"). The
-order of an erasure is: stop the data key being used, delete everything about the subject, delete
-the key, record the erasure in the ledger (counts, never content).
+order of an erasure is: stop the data key being used, delete everything about the subject in this
+namespace and in every other one the registry knows (previous, building, abandoned), delete the key,
+record the erasure in the ledger (counts, never content).
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from projections.ports import (
     ArchiveStore,
     Checkpoints,
     ConversationArchive,
     Exports,
+    FactSlots,
     FactStore,
     Idempotency,
     KeyVault,
@@ -35,9 +37,34 @@ from streams.sealer import Sealer
 log = logging.getLogger(__name__)
 
 
+class NamespaceData(Protocol):
+    """The stores of one namespace that hold something about subjects (adapters.wiring.Stores is one)."""
+
+    @property
+    def sessions(self) -> SessionStore: ...
+    @property
+    def facts(self) -> FactStore: ...
+    @property
+    def traces(self) -> TraceStore: ...
+    @property
+    def archive(self) -> ArchiveStore: ...
+    @property
+    def conversations(self) -> ConversationArchive: ...
+    @property
+    def idempotency(self) -> Idempotency: ...
+    @property
+    def fact_slots(self) -> FactSlots | None: ...
+
+
+OtherNamespaces = Callable[[], Awaitable[dict[str, NamespaceData]]]
+
+
 @dataclass(frozen=True)
 class SubjectData:
-    """Every store that holds something about subjects, in one namespace, plus the privacy stores."""
+    """Every store that holds something about subjects, in one namespace, plus the privacy stores.
+
+    `others` opens the stores of every other namespace that exists, by name: an erasure reaches them too.
+    """
 
     sessions: SessionStore
     facts: FactStore
@@ -49,6 +76,22 @@ class SubjectData:
     vault: KeyVault
     ledger: Ledger
     sealer: Sealer
+    others: OtherNamespaces | None = None
+    fact_slots: FactSlots | None = None  # the API's reservations of facts being accepted
+
+
+async def erase_in(stores: NamespaceData, tenant: str, subject: str) -> dict[str, int]:
+    """Delete everything about a subject from one namespace's stores; the counts, by store."""
+    deleted: dict[str, int] = {}
+    deleted.update(await stores.sessions.erase_subject(tenant, subject))
+    deleted["idempotency_keys"] = await stores.idempotency.erase_subject(tenant, subject)
+    deleted["facts"] = await stores.facts.erase_subject(tenant, subject)
+    deleted["traces"] = await stores.traces.erase_subject(tenant, subject)
+    deleted["archived_events"] = await stores.archive.erase_subject(tenant, subject)
+    deleted["conversation_entries"] = await stores.conversations.erase_subject(tenant, subject)  # and search terms
+    if stores.fact_slots is not None:
+        deleted["fact_slots"] = await stores.fact_slots.erase_subject(tenant, subject)
+    return deleted
 
 
 async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, requested_by: str) -> dict[str, Any]:
@@ -57,13 +100,10 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     Returns the ledger entry."""
     await data.vault.begin_erasure(tenant, subject)
     data.sealer.forget()
-    deleted: dict[str, int] = {}
-    deleted.update(await data.sessions.erase_subject(tenant, subject))
-    deleted["idempotency_keys"] = await data.idempotency.erase_subject(tenant, subject)
-    deleted["facts"] = await data.facts.erase_subject(tenant, subject)
-    deleted["traces"] = await data.traces.erase_subject(tenant, subject)
-    deleted["archived_events"] = await data.archive.erase_subject(tenant, subject)
-    deleted["conversation_entries"] = await data.conversations.erase_subject(tenant, subject)  # and search terms
+    deleted = await erase_in(data, tenant, subject)
+    elsewhere = {}
+    for namespace, stores in (await data.others() if data.others is not None else {}).items():
+        elsewhere[namespace] = sum((await erase_in(stores, tenant, subject)).values())
     deleted["exports"] = await data.exports.erase_subject(tenant, subject)
     deleted["data_keys"] = await data.vault.delete(tenant, subject)
     data.sealer.forget()
@@ -74,6 +114,7 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
         subject=subject,
         requested_by=requested_by,
         deleted=deleted,
+        deleted_elsewhere=elsewhere,  # other namespaces: what went from each, in all
     )
     entry = await data.ledger.get(request_id)
     assert entry is not None

@@ -1,0 +1,162 @@
+"""The machinery of a rebuild: one process's projections writing into a target namespace, fed by a
+plain consumer in large batches, and the hand-over of the consumer group's offsets (streams.replay
+runs it, in one process or several)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.structs import OffsetAndMetadata
+
+from adapters import connections
+from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from config.settings import Settings
+from schemas.codec import Codec
+from streams.metrics import Metrics
+from streams.projector import Projector, Record
+from streams.sealer import Sealer
+from streams.worker import build_projections
+
+# (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
+Shredded = dict[tuple[str, str], dict[tuple[str, str], int]]
+
+
+class Reports(Protocol):
+    def update(self, done: int, final: bool = False) -> None: ...
+
+
+class DeadLettersCounted:
+    """Replay does not send dead letters again (the live worker did); it only counts them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def send(self, key: bytes | None, value: bytes) -> None:  # noqa: ARG002 (the sink's signature)
+        self.count += 1
+
+
+@dataclass
+class Rebuild:
+    """One process's projections writing into the target namespace, by source topic."""
+
+    by_topic: dict[str, list[Any]]
+    dead: DeadLettersCounted
+    mongo: Any
+    prepare: Callable[[], Any]
+    codec: Codec
+    stores: Stores  # the target namespace's
+    open: Callable[[str], Stores]  # any namespace's, over the same clients
+
+    def shredded(self) -> Shredded:
+        return {
+            (topic, projector.name): dict(projector.shredded_by)
+            for topic, projectors in self.by_topic.items()
+            for projector in projectors
+        }
+
+
+@contextlib.asynccontextmanager
+async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[Rebuild]:
+    """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
+    codec = make_codec(scoped)
+    redis = connections.redis_client(scoped)
+    mongo = connections.mongo(scoped)
+    try:
+        vault = open_privacy(scoped, mongo).vault
+        sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
+        dead = DeadLettersCounted()
+        stores = open_stores(scoped, redis, mongo, scoped.namespace)
+        built = build_projections(
+            scoped,
+            codec=codec,
+            sealer=sealer,
+            stores=stores,
+            dead_letters=dead,
+            metrics=Metrics(),
+            which=projections,
+        )
+        by_topic: dict[str, list[Any]] = {}
+        for short, projector in built.projectors:
+            by_topic.setdefault(scoped.topic(short), []).append(projector)
+        yield Rebuild(
+            by_topic, dead, mongo, built.prepare, codec, stores, lambda name: open_stores(scoped, redis, mongo, name)
+        )
+    finally:
+        await redis.aclose()
+        await mongo.close()
+        codec.close()
+
+
+def replay_consumer(settings: Settings) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        **connections.kafka_options(settings),
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
+
+
+async def drain(
+    consumer: AIOKafkaConsumer,
+    by_topic: dict[str, list[Any]],
+    positions: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    batch: int,
+    progress: Reports,
+    done: int,
+) -> int:
+    applied = 0
+    while gathered := await gather(consumer, positions, ends, batch):
+        # partitions touch different subjects and checkpoints, so they run side by side and one's
+        # store round trips overlap another's decoding
+        await asyncio.gather(*(apply_all(by_topic[tp.topic], records) for tp, records in gathered.items()))
+        applied += sum(len(records) for records in gathered.values())
+        progress.update(done + applied)
+    return applied
+
+
+async def apply_all(projectors: list[Projector[Any]], records: list[Record]) -> None:
+    """A partition's batch decoded and opened once, then applied by every projection of its topic."""
+    read = await projectors[0].read(records)
+    await asyncio.gather(*(projector.apply(records, read) for projector in projectors))
+
+
+async def gather(
+    consumer: AIOKafkaConsumer,
+    positions: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    batch: int,
+) -> dict[TopicPartition, list[Record]]:
+    """Up to `batch` records below `ends`, by partition; empty once every partition reached its end.
+
+    A full batch rather than one fetch: the bigger a partition's run, the more of a thread's events
+    go to the store in one call.
+    """
+    gathered: dict[TopicPartition, list[Record]] = {}
+    count = 0
+    while count < batch and any(positions[tp] < ends[tp] for tp in ends):
+        fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
+        for tp, records in fetched.items():
+            wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
+            if wanted:
+                gathered.setdefault(tp, []).extend(wanted)
+                positions[tp] = wanted[-1].offset + 1
+                count += len(wanted)
+    return gathered
+
+
+async def commit_group(settings: Settings, group_id: str, positions: dict[TopicPartition, int]) -> None:
+    """Hand over to the workers: the new namespace's consumer group starts where the replay stopped."""
+    committer = AIOKafkaConsumer(**connections.kafka_options(settings), group_id=group_id, enable_auto_commit=False)
+    await committer.start()
+    try:
+        committer.assign(list(positions))
+        await committer.commit({tp: OffsetAndMetadata(offset, "") for tp, offset in positions.items()})
+    finally:
+        await committer.stop()
