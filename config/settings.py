@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     )
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
+    drill_step_delays: dict[str, float] = Field(
+        default_factory=dict,
+        description="Drills only: seconds a named projection (sessions, archive, facts, facts-activity, "
+        "traces, privacy) waits before each batch, to rehearse a slow projection and stops mid-stream.",
+    )
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
     worker_session_timeout_seconds: float = Field(
         default=15.0,

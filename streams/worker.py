@@ -62,6 +62,18 @@ class FaustDeadLetters:
             raise LogUnavailable(f"kafka refused the dead letter: {exc}") from exc
 
 
+class DelayedStep:
+    """A step that waits before each batch: a drill for a projection slower than the others."""
+
+    def __init__(self, step: Any, seconds: float) -> None:
+        self._step = step
+        self._seconds = seconds
+
+    async def __call__(self, events: Any) -> None:
+        await asyncio.sleep(self._seconds)
+        await self._step(events)
+
+
 @dataclass
 class Built:
     """The projectors of one namespace, each with the short name of the topic it reads."""
@@ -89,6 +101,8 @@ def build_projections(
     out: list[tuple[str, Projector[Any]]] = []
 
     def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Checkpoints) -> None:
+        if settings.drill_step_delays.get(name):
+            step = DelayedStep(step, settings.drill_step_delays[name])
         projector: Projector[Any] = Projector(
             name=name,
             topic=topic,
