@@ -166,6 +166,11 @@ class Settings(BaseSettings):
     api_port: int = 8080
     read_wait_seconds: float = Field(default=5.0, gt=0, description="How long a read with after= waits.")
     ready_max_lag: int = Field(default=0, ge=0, description="/readyz tolerates this many unapplied records.")
+    ready_stall_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="/readyz answers 503 when a projection with lag has applied nothing this long, whatever its lag.",
+    )
     idempotency_ttl_seconds: int = Field(default=86_400, ge=1)
 
     # --- privacy (DESIGN "Erasure, export, replay") ---

@@ -15,15 +15,16 @@ from projections.position import Position
 from schemas.errors import InvalidEvent, LogUnavailable, NotCaughtUp
 from streams.positions import LogPositions
 
-LAGGING_TOPICS = ("threads", "facts", "traces")
+LAGGING_TOPICS = ("threads", "facts", "traces", "privacy")
 
 
 @dataclass(frozen=True)
 class Lag:
     projection: str
-    topic: str  # the short name: threads, facts, traces
+    topic: str  # the short name: threads, facts, traces, privacy
     partition: int
     records: int  # written to the partition, not yet applied by the projection
+    applied: int  # the projection's checkpoint: the newest offset it applied, -1 when none
 
     @property
     def name(self) -> str:
@@ -107,11 +108,12 @@ class Positions:
             ("archive", "threads", stores.archive_checkpoints),
             ("facts", "facts", stores.facts),
             ("traces", "traces", stores.traces),
+            ("privacy", "privacy", stores.privacy_checkpoints),
         ]
         ends = await self._log.ends(LAGGING_TOPICS)
-        lags = [
-            Lag(name, short, p, max(0, ends[(short, p)] - 1 - await checkpoints.applied(short, p)))
-            for name, short, checkpoints in projections
-            for p in range(self._settings.partitions)
-        ]
+        lags = []
+        for name, short, checkpoints in projections:
+            for p in range(self._settings.partitions):
+                applied = await checkpoints.applied(short, p)
+                lags.append(Lag(name, short, p, max(0, ends[(short, p)] - 1 - applied), applied))
         return LagReport(tuple(lags), await stores.counters.dead_letters())

@@ -22,6 +22,7 @@ from memlog.exchanges import Exchanges
 from memlog.memory import Memory
 from memlog.positions import Positions
 from memlog.privacy import SubjectRequests
+from memlog.readiness import ReadinessCheck
 from memlog.replays import Replays
 from memlog.runs import Runs
 from projections.ports import (
@@ -202,6 +203,11 @@ class Services:
     def positions(self) -> Positions:
         """Read your writes, and the lag (where the process opened the log's positions)."""
         return self._use_once("positions", lambda: Positions(self.settings, lambda: self.current, self._log))
+
+    @property
+    def readiness(self) -> ReadinessCheck:
+        """The lag report, and the projections that hold a lag without moving (kept across reports)."""
+        return self._use_once("readiness", lambda: ReadinessCheck(self.settings, self.positions, self.metrics))
 
     @property
     def exchanges(self) -> Exchanges:

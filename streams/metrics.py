@@ -58,6 +58,13 @@ class Metrics:
             ["projection"],
             registry=self.registry,
         )
+        self.stalled = Gauge(
+            "memlog_projection_stalled",
+            "1 while a projection holds a lag and has applied nothing for longer than the bound "
+            "(MEMLOG_READY_STALL_SECONDS in the API, MEMLOG_WATCHDOG_SECONDS in a worker).",
+            ["projection"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

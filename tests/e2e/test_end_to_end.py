@@ -171,7 +171,7 @@ async def test_health_and_openapi(http: httpx.AsyncClient) -> None:
     spec = (await http.get("/openapi.json")).json()
     assert "/v1/exchanges" in spec["paths"]
     assert "/v1/tenants/{tenant}/subjects/{subject}/context" in spec["paths"]
-    # every projection (sessions, archive, facts-activity, facts, traces) catches up with the log
+    # every projection (sessions, archive, facts-activity, facts, traces, privacy) catches up with the log
     deadline = time.monotonic() + 60
     while (ready := await http.get("/readyz")).status_code != 200 and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
@@ -182,6 +182,7 @@ async def test_health_and_openapi(http: httpx.AsyncClient) -> None:
         "archive",
         "facts",
         "traces",
+        "privacy",
     }
 
 

@@ -19,25 +19,22 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics_page(services: ServicesDep) -> Response:
-    """Prometheus metrics; consumer lag is measured at each scrape."""
-    report = await services.positions.lag()
+    """Prometheus metrics; consumer lag and stalled projections are measured at each scrape."""
+    await services.readiness.check()
     assert services.metrics is not None, "the API opens its services with metrics"
-    for lag in report.lags:
-        services.metrics.lag.labels(lag.projection, lag.topic, str(lag.partition)).set(lag.records)
     return Response(services.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
 @router.get("/readyz")
 async def readyz(services: ServicesDep) -> JSONResponse:
-    """Ready when Kafka, Redis and MongoDB answer and every projection has applied the log.
+    """Ready when Kafka, Redis and MongoDB answer and every projection has applied the log (memlog/readiness.py).
 
-    Not ready (503 with Retry-After) while a service is down: the report names it.
+    Not ready (503 with Retry-After) while a service is down, or a projection lags too far or has
+    stalled: the report names it.
     """
     try:
-        report = await services.positions.lag()
+        readiness = await services.readiness.check()
     except (LogUnavailable, StoreUnavailable) as exc:
         return JSONResponse({"ready": False, "unavailable": str(exc)}, status_code=503, headers=RETRY)
-    ready = report.caught_up(services.settings.ready_max_lag)
-    return JSONResponse(
-        {"ready": ready, **report.view()}, status_code=200 if ready else 503, headers=None if ready else RETRY
-    )
+    ready = readiness.ready
+    return JSONResponse(readiness.view(), status_code=200 if ready else 503, headers=None if ready else RETRY)
