@@ -109,6 +109,21 @@ class Settings(BaseSettings):
         ge=6,  # Kafka's group.min.session.timeout.ms
         description="A worker that dies without leaving its group holds its partitions this long (Faust: 60).",
     )
+    watchdog_seconds: float = Field(
+        default=30.0,
+        ge=2,
+        description="A worker holding partitions with lag that applies nothing this long restarts its consumer, "
+        "and exits with code 75 if that has not helped this long after.",
+    )
+    worker_stop_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        description="After SIGTERM a worker that has not stopped gracefully within this long exits anyway.",
+    )
+    worker_fault_signals: bool = Field(
+        default=False,
+        description="Test hook, never for production: SIGUSR1 pauses the worker's fetching, SIGUSR2 hangs its agents.",
+    )
     chat_ttl_seconds: int = Field(default=86_400, ge=1, description="Session lifetime after the last question (000).")
     public_ttl_seconds: int = Field(default=7_200, ge=1, description="Public thread lifetime after its last question.")
     automation_ttl_seconds: int = Field(default=7_200, ge=1, description="Automation thread lifetime after a wake.")

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -58,6 +64,7 @@ class Metrics:
             ["projection"],
             registry=self.registry,
         )
+
         self.stalled = Gauge(
             "memlog_projection_stalled",
             "1 while a projection holds a lag and has applied nothing for longer than the bound "
@@ -65,10 +72,47 @@ class Metrics:
             ["projection"],
             registry=self.registry,
         )
+        self.watchdog = Counter(
+            "memlog_watchdog_actions",
+            "What a worker's watchdog did about a stall: restart (its consumer) or exit (for a supervisor to restart).",
+            ["action"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))
 
-    def serve(self, port: int, host: str = "127.0.0.1") -> None:
-        """An HTTP endpoint for the worker's metrics (the API serves them at /metrics itself)."""
-        start_http_server(port, addr=host, registry=self.registry)
+    def serve(
+        self, port: int, host: str = "127.0.0.1", liveness: Callable[[], tuple[bool, dict[str, Any]]] | None = None
+    ) -> None:
+        """The worker's HTTP endpoint, on a thread of its own: /metrics, and /healthz answering `liveness`.
+
+        /healthz answers 200 or 503 with the liveness detail as JSON. It runs outside the event loop
+        on purpose: a worker whose loop is stuck must still be able to say so.
+        """
+        render = self.render
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._answer(200, render(), CONTENT_TYPE_LATEST)
+                elif path == "/healthz" and liveness is not None:
+                    alive, detail = liveness()
+                    self._answer(200 if alive else 503, json.dumps(detail).encode(), "application/json")
+                else:
+                    self._answer(404, b"not found\n", "text/plain")
+
+            def _answer(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Probes every few seconds would flood the log."""
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, name="memlog-metrics", daemon=True).start()

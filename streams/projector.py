@@ -118,6 +118,7 @@ class Projector(Generic[E]):
         self._metrics = metrics
         self._sealer = sealer
         self.shredded_by: dict[tuple[str, str], int] = {}  # records skipped because their subject was erased
+        self.unavailable = False  # waiting for a store or the log to come back (the watchdog leaves it be)
         if metrics is not None:
             metrics.unavailable.labels(name).set(0)
 
@@ -265,12 +266,14 @@ class Projector(Generic[E]):
         while True:
             try:
                 await step()
+                self.unavailable = False
                 if delay > RETRY_FIRST_SECONDS:
                     log.info("%s: available again after %.0fs", self.name, time.monotonic() - started)
                     if self._metrics is not None:
                         self._metrics.unavailable.labels(self.name).set(0)
                 return
             except (StoreUnavailable, LogUnavailable) as exc:
+                self.unavailable = True
                 if self._metrics is not None:
                     self._metrics.unavailable.labels(self.name).set(1)
                 log.warning(

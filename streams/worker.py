@@ -28,10 +28,14 @@ from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from schemas.errors import LogUnavailable, StoreUnavailable
 from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVENTS
+from streams import shutdown
 from streams.app import create_app
+from streams.consumer import FaustConsumer
+from streams.faults import FaultHooks
 from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
 from streams.namespaces import Namespaces, drop_on_timer
+from streams.positions import LogPositions
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
 from streams.resume import ResumeFromCheckpoints
@@ -42,6 +46,7 @@ from streams.steps.privacy import PrivacyStep, SubjectData
 from streams.steps.sessions import SessionStep
 from streams.steps.traces import TraceStep
 from streams.topics import check_retention, ensure_topics
+from streams.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +147,15 @@ def build_projections(
     return Built(out, sessions, stores.prepare)
 
 
-def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: Settings) -> None:
+def subscribe(
+    app: faust.App, topic: Any, projector: Projector[Any], settings: Settings, faults: FaultHooks | None = None
+) -> None:
     """One agent per projection. Faust acks a batch when the loop asks for the next one, after the store write."""
 
     async def project(stream: Any) -> None:
         async for events in stream.take_events(settings.batch_size, within=settings.batch_seconds):
+            if faults is not None:
+                await faults.before_batch()
             await projector.handle(
                 [Record(e.message.partition, e.message.offset, e.message.key, e.message.value) for e in events]
             )
@@ -154,15 +163,52 @@ def subscribe(app: faust.App, topic: Any, projector: Projector[Any], settings: S
     app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
 
 
-def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faust.App, Callable[[], Awaitable[None]]]:
-    """The app with its agents, and what to prepare before it starts (indexes).
+@dataclass
+class WorkerParts:
+    """The app with its agents and watchdog, what to prepare before it starts, and its fault hooks if any."""
 
-    `settings.namespace` is where it writes; `base` holds the configured settings (the API's
-    idempotency claims and the namespace pointer are keyed by them). Clients connect lazily,
-    inside the worker's event loop.
+    app: faust.App
+    prepare: Callable[[], Awaitable[None]]
+    faults: FaultHooks | None
+
+
+def run_watchdog(
+    app: faust.App,
+    consumer: FaustConsumer,
+    projectors: list[Projector[Any]],
+    metrics: Metrics,
+    settings: Settings,
+    give_up: Callable[[int], None],
+) -> Watchdog:
+    """The worker's watchdog, one of the app's tasks; it reads the log's end with a client of its own."""
+    log_positions = LogPositions(settings)
+    watchdog = Watchdog(
+        projectors=projectors,
+        consumer=consumer,
+        ends=log_positions,
+        metrics=metrics,
+        seconds=settings.watchdog_seconds,
+        give_up=give_up,
+    )
+    app.task(watchdog.run)
+
+    @app.on_before_shutdown.connect
+    async def close_log_positions(*_: Any, **__: Any) -> None:
+        await log_positions.stop()
+
+    return watchdog
+
+
+def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[int], None]) -> WorkerParts:
+    """The app with its agents and watchdog, which calls `give_up` with an exit code when it finds the worker stuck.
+
+    `settings.namespace` is where it writes; `base` holds the configured settings (the API's idempotency
+    claims and the namespace pointer are keyed by them). Clients connect lazily, in the worker's event loop.
     """
     base = base or settings
     app = create_app(settings)
+    consumer = FaustConsumer(app)
+    faults = FaultHooks(consumer) if settings.worker_fault_signals else None
     codec = make_codec(settings)
     metrics = Metrics()
     redis = connections.redis_client(settings)
@@ -194,7 +240,7 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
     )
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
     for short, projector in built.projectors:
-        subscribe(app, topics[short], projector, settings)
+        subscribe(app, topics[short], projector, settings, faults)
     opened = partial(open_stores, settings, redis, mongo)
     namespaces = Namespaces(base, shared.pointer, shared.namespaces, opened, partial(database_names, mongo))
     drop_on_timer(app, namespaces, settings.namespace_check_seconds)
@@ -225,9 +271,12 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         metrics=metrics,
         sealer=sealer,
     )
-    subscribe(app, topics["privacy"], privacy_projector, settings)
-    resume = ResumeFromCheckpoints(app, [projector for _, projector in built.projectors] + [privacy_projector])
+    subscribe(app, topics["privacy"], privacy_projector, settings, faults)
+    projectors = [projector for _, projector in built.projectors] + [privacy_projector]
+    resume = ResumeFromCheckpoints(app, projectors)
     app.on_rebalance_complete.connect(resume)
+
+    watchdog = run_watchdog(app, consumer, projectors, metrics, settings, give_up)
 
     @app.timer(interval=2.0)  # type: ignore[untyped-decorator]
     async def follow_pointer() -> None:
@@ -247,13 +296,17 @@ def build_worker(settings: Settings, base: Settings | None = None) -> tuple[faus
         await namespaces.start()
         await producer.start()
         if settings.worker_metrics_port is not None:
-            metrics.serve(settings.worker_metrics_port, settings.metrics_host)
+            metrics.serve(settings.worker_metrics_port, settings.metrics_host, liveness=watchdog.liveness)
 
-    return app, prepare
+    return WorkerParts(app, prepare, faults)
 
 
 def run_worker(settings: Settings) -> None:
-    """Create missing topics, then run the worker in the active namespace until SIGTERM or Ctrl-C."""
+    """Create missing topics, then run the worker in the active namespace until SIGTERM or Ctrl-C.
+
+    It exits within MEMLOG_WORKER_STOP_SECONDS of SIGTERM (streams/shutdown.py), and with code 75
+    when its watchdog finds it stuck (streams/watchdog.py).
+    """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))
@@ -261,10 +314,22 @@ def run_worker(settings: Settings) -> None:
     namespace = loop.run_until_complete(active_namespace(settings))
     scoped = settings.model_copy(update={"namespace": namespace})
     log.info("worker writes into namespace %s (consumer group %s)", namespace, scoped.group_id)
-    app, prepare = build_worker(scoped, settings)
-    loop.run_until_complete(prepare())
-    worker = faust.Worker(app, loop=loop, loglevel="INFO", quiet=True)
-    worker.execute_from_commandline()
+    deadline = shutdown.StopDeadline(settings.worker_stop_seconds)
+    worker: shutdown.Worker | None = None
+
+    def give_up(code: int) -> None:
+        assert worker is not None, "the watchdog runs only once the worker does"
+        worker.stop_with(code)
+
+    parts = build_worker(scoped, settings, give_up)
+    loop.run_until_complete(parts.prepare())
+    worker = shutdown.Worker(parts.app, deadline=deadline, faults=parts.faults, loop=loop, loglevel="INFO", quiet=True)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as done:
+        if deadline.code:  # the watchdog's code, rather than the one of a stop that went well
+            raise SystemExit(deadline.code) from done
+        raise
 
 
 async def active_namespace(settings: Settings) -> str:

@@ -1,0 +1,118 @@
+"""A worker whose consumer stops is restarted and catches up; a worker asked to stop exits within its bound.
+
+The stall is made from inside the worker by its fault hooks (MEMLOG_WORKER_FAULT_SIGNALS):
+SIGUSR1 stops its consumer fetching, as Faust's known silent stops do. Kafka is stopped only where
+it is a broker of the test's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from config.settings import Settings
+from memlog.processes import free_port, start_api, start_worker
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+from tests.own_kafka import own_kafka
+
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
+TENANT = f"watchdog-{uuid.uuid4().hex[:8]}"
+SUBJECTS = ("ann", "bob", "cyd", "dee")
+BEFORE = 10  # exchanges per subject before the stall
+AFTER = 20  # ... and after it
+WATCHDOG_SECONDS = 4.0
+STALL_BOUND = 120.0  # a bound on waiting for the watchdog and the catch-up, not a timing check
+
+
+def stalling_settings(stack: Settings) -> Settings:
+    return unique_settings(
+        stack,
+        api_port=free_port(),
+        worker_metrics_port=free_port(),
+        watchdog_seconds=WATCHDOG_SECONDS,
+        worker_fault_signals=True,
+    )
+
+
+async def record(http: httpx.AsyncClient, numbers: range) -> dict[str, str]:
+    """Exchanges `numbers` of every subject; the position of each subject's last one."""
+    last: dict[str, str] = {}
+    for number in numbers:
+        for subject in SUBJECTS:
+            body = {"tenant": TENANT, "subject": subject, "question": f"{subject} q{number}", "answer": f"a{number}"}
+            response = await http.post("/v1/exchanges", json=body)
+            assert response.status_code == 202, response.text
+            last[subject] = response.json()["position"]
+    return last
+
+
+async def read_back_exactly_once(http: httpx.AsyncClient, last: dict[str, str], total: int) -> None:
+    deadline = time.monotonic() + STALL_BOUND
+    for subject in SUBJECTS:
+        context = f"/v1/tenants/{TENANT}/subjects/{subject}/context"
+        while (response := await http.get(context, params={"after": last[subject]})).status_code == 503:
+            assert time.monotonic() < deadline, f"{subject} never caught up"
+        assert response.status_code == 200, response.text
+        exchanges = response.json()["exchanges"]
+        assert [e["question"] for e in exchanges] == [f"{subject} q{n}" for n in range(total)]
+        assert len({e["exchange_id"] for e in exchanges}) == total
+
+
+async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_catches_up(stack: Settings) -> None:
+    settings = stalling_settings(stack)
+    await ensure_topics(settings)
+    worker = start_worker(settings, LOGS)
+    api = start_api(settings, LOGS)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            await read_back_exactly_once(http, await record(http, range(BEFORE)), BEFORE)
+            os.kill(worker.process.pid, signal.SIGUSR1)
+            worker.wait_for("fault hook: the consumer stops fetching")
+            last = await record(http, range(BEFORE, BEFORE + AFTER))
+            worker.wait_for("restarting the consumer", timeout=STALL_BOUND)
+            await read_back_exactly_once(http, last, BEFORE + AFTER)
+
+            assert worker.process.poll() is None, "the consumer restart was enough: the worker runs on"
+            assert "exiting with code 75" not in worker.output()
+            assert re.search(r"lag and nothing applied on .*threads\.\d+ lag \d+, idle \d+s", worker.output())
+            worker_url = f"http://127.0.0.1:{settings.worker_metrics_port}"
+            health = await http.get(f"{worker_url}/healthz")
+            assert health.status_code == 200 and health.json()["consumer_restarts"] >= 1, health.text
+            metrics = (await http.get(f"{worker_url}/metrics")).text
+            assert 'memlog_watchdog_actions_total{action="restart"}' in metrics
+    finally:
+        api.stop()
+        worker.stop()
+
+
+@pytest.mark.slow
+def test_a_worker_stopped_while_its_kafka_is_down_exits_within_its_bound(stack: Settings, tmp_path: Path) -> None:
+    with own_kafka(stack, tmp_path / "home") as (own, broker):
+        settings = unique_settings(own, worker_stop_seconds=10.0)
+        asyncio.run(ensure_topics(settings))
+        worker = start_worker(settings, LOGS)
+        try:
+            broker.stop()
+            time.sleep(3)  # the worker notices: its fetches and heartbeats fail
+            asked = time.monotonic()
+            os.kill(worker.process.pid, signal.SIGTERM)
+            try:
+                worker.process.wait(timeout=settings.worker_stop_seconds + 20)  # the bound, and a margin
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"still running {time.monotonic() - asked:.0f}s after SIGTERM:\n{worker.output()[-3000:]}")
+            took = time.monotonic() - asked
+            print(f"exited with {worker.process.returncode} {took:.1f}s after SIGTERM", file=sys.stderr)
+            assert worker.process.returncode == 0, worker.output()[-3000:]
+        finally:
+            worker.kill()
