@@ -13,6 +13,7 @@ import httpx
 
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.supervisor import Supervised
 from schemas.errors import MemlogError
 
 
@@ -43,10 +44,15 @@ def api(settings: Settings) -> int:
 
 
 def up(settings: Settings) -> int:
-    """The main job: local stack, worker and API; Ctrl-C stops everything this started."""
+    """The main job: local stack, worker and API; Ctrl-C stops everything this started.
+
+    A worker that exits with a failure (its watchdog's code 75, a signal) is started again after a
+    delay that doubles up to 30 s (memlog/supervisor.py); the API exiting stops everything.
+    """
     stack = LocalStack(settings)
     started = stack.up()
-    children: dict[str, subprocess.Popen[bytes]] = {}
+    worker = Supervised("worker", [sys.executable, "-m", "memlog", "worker"], os.environ.copy())
+    api: subprocess.Popen[bytes] | None = None
     stopping = False
 
     def stop(*_: object) -> None:
@@ -59,26 +65,30 @@ def up(settings: Settings) -> int:
         from streams.topics import ensure_topics
 
         asyncio.run(ensure_topics(settings))
-        for part in ("worker", "api"):
-            children[part] = subprocess.Popen([sys.executable, "-m", "memlog", part], env=os.environ.copy())
+        worker.start()
+        api = subprocess.Popen([sys.executable, "-m", "memlog", "api"], env=os.environ.copy())
         url = f"http://{settings.api_host}:{settings.api_port}"
-        wait_healthy(url, list(children.values()))
+        wait_healthy(url, [api] if worker.process is None else [api, worker.process])
         print(f"memlog is up: API on {url} (OpenAPI at {url}/docs). Ctrl-C stops it.", flush=True)
         while not stopping:
-            for part, child in children.items():
-                if child.poll() is not None:
-                    print(f"memlog: the {part} process exited with {child.returncode}", file=sys.stderr)
-                    stopping = True
+            if not worker.keep():
+                print("memlog: the worker stopped", file=sys.stderr)
+                stopping = True
+            if api.poll() is not None:
+                print(f"memlog: the api process exited with {api.returncode}", file=sys.stderr)
+                stopping = True
             time.sleep(0.5)
     finally:
-        for child in children.values():
-            if child.poll() is None:
-                child.terminate()
-        for child in children.values():
+        worker.terminate()
+        if api is not None and api.poll() is None:
+            api.terminate()
+        # the worker exits within MEMLOG_WORKER_STOP_SECONDS whatever Kafka does; the API stops quickly
+        worker.wait(timeout=settings.worker_stop_seconds + 15)
+        if api is not None:
             try:
-                child.wait(timeout=30)
+                api.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                child.kill()
+                api.kill()
         stack.down(started)
     return 0
 

@@ -1,8 +1,8 @@
 """A worker whose consumer stops is restarted and catches up; a worker asked to stop exits within its bound.
 
-The stall is made from inside the worker by its fault hooks (MEMLOG_WORKER_FAULT_SIGNALS):
-SIGUSR1 stops its consumer fetching, as Faust's known silent stops do. Kafka is stopped only where
-it is a broker of the test's own.
+The stalls are made from inside the worker by its fault hooks (MEMLOG_WORKER_FAULT_SIGNALS):
+SIGUSR1 stops its consumer fetching, as Faust's known silent stops do; SIGUSR2 hangs its agents,
+which only a new process cures. Kafka is stopped only where it is a broker of the test's own.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
+from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.own_kafka import own_kafka
@@ -94,6 +94,30 @@ async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_c
     finally:
         api.stop()
         worker.stop()
+
+
+async def test_a_worker_whose_agents_hang_exits_and_memlog_up_starts_it_again(stack: Settings) -> None:
+    settings = stalling_settings(stack)
+    await ensure_topics(settings)
+    up = MemlogProcess("up", settings, LOGS)
+    try:
+        up.wait_for("memlog is up")
+        first = int(re.findall(r"the worker runs \(pid (\d+)\)", up.output())[-1])
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            await read_back_exactly_once(http, await record(http, range(BEFORE)), BEFORE)
+            os.kill(first, signal.SIGUSR2)
+            last = await record(http, range(BEFORE, BEFORE + AFTER))
+            up.wait_for("restarting it", timeout=STALL_BOUND)
+            await read_back_exactly_once(http, last, BEFORE + AFTER)
+
+        output = up.output()
+        assert "restarting the consumer" in output  # the first remedy came first, and did not help
+        assert "the worker exited with 75" in output
+        second = int(re.findall(r"the worker runs \(pid (\d+)\)", output)[-1])
+        assert second != first
+    finally:
+        up.stop()
+    assert up.process.returncode == 0, up.output()[-3000:]
 
 
 @pytest.mark.slow
