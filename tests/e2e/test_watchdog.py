@@ -15,11 +15,13 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import httpx
 import pytest
 
+from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.topics import ensure_topics
@@ -91,6 +93,59 @@ async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_c
             assert health.status_code == 200 and health.json()["consumer_restarts"] >= 1, health.text
             metrics = (await http.get(f"{worker_url}/metrics")).text
             assert 'memlog_watchdog_actions_total{action="restart"}' in metrics
+    finally:
+        api.stop()
+        worker.stop()
+
+
+async def archived(settings: Settings) -> Counter[str]:
+    """Archive documents per exchange of the test's tenant."""
+    client = mongo_client(settings.mongo)
+    try:
+        per_exchange: Counter[str] = Counter()
+        async for doc in client[settings.mongo_db_name]["archive"].find({"tenant": TENANT}, {"exchange_id": 1}):
+            per_exchange[doc["exchange_id"]] += 1
+        return per_exchange
+    finally:
+        await client.close()
+
+
+async def test_a_projection_left_behind_with_nothing_left_to_fetch_is_caught_up_by_a_consumer_restart(
+    stack: Settings,
+) -> None:
+    settings = stalling_settings(stack)
+    await ensure_topics(settings)
+    worker = start_worker(settings, LOGS)
+    api = start_api(settings, LOGS)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            last = await record(http, range(BEFORE))
+            await read_back_exactly_once(http, last, BEFORE)
+            deadline = time.monotonic() + STALL_BOUND
+            while (ready := await http.get("/readyz")).status_code != 200:
+                assert time.monotonic() < deadline, ready.text
+                await asyncio.sleep(0.2)
+            before = await archived(settings)
+            assert len(before) == len(SUBJECTS) * BEFORE
+
+            # What a stop mid-batch once left for good: the archive's checkpoint behind, while the
+            # consumer stands at the end of the partition and has nothing more to fetch.
+            _, partition, offset = last["ann"].split(".")
+            client = mongo_client(settings.mongo)
+            try:
+                await client[settings.mongo_db_name]["applied"].update_one(
+                    {"_id": f"archive:threads:{partition}"}, {"$set": {"offset": int(offset) - 5}}
+                )
+            finally:
+                await client.close()
+
+            worker.wait_for("restarting the consumer", timeout=STALL_BOUND)
+            while (ready := await http.get("/readyz")).status_code != 200:
+                assert time.monotonic() < deadline + STALL_BOUND, ready.text
+                await asyncio.sleep(0.2)
+            assert await archived(settings) == before  # the events applied again, as no-ops
+            assert worker.process.poll() is None
+            assert re.search(rf"on archive/threads\.{partition} lag \d+, idle \d+s: restarting", worker.output())
     finally:
         api.stop()
         worker.stop()
