@@ -52,11 +52,12 @@ class Supervised:
         self._delay = 0.0
         self._restart_at: float | None = None
 
-    def start(self) -> None:
+    def start(self) -> subprocess.Popen[bytes]:
         self.process = subprocess.Popen(self._command, env=self._env)
         self._started_at = self._clock()
         self._restart_at = None
         self._say(f"memlog: the {self.name} runs (pid {self.process.pid})")
+        return self.process
 
     def keep(self) -> bool:
         """Look at the child once: start it again when it failed and its delay is over.

@@ -65,10 +65,10 @@ def up(settings: Settings) -> int:
         from streams.topics import ensure_topics
 
         asyncio.run(ensure_topics(settings))
-        worker.start()
+        first = worker.start()
         api = subprocess.Popen([sys.executable, "-m", "memlog", "api"], env=os.environ.copy())
         url = f"http://{settings.api_host}:{settings.api_port}"
-        wait_healthy(url, [api] if worker.process is None else [api, worker.process])
+        wait_healthy(url, [first, api])
         print(f"memlog is up: API on {url} (OpenAPI at {url}/docs). Ctrl-C stops it.", flush=True)
         while not stopping:
             if not worker.keep():
