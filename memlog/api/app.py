@@ -7,12 +7,14 @@ import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
 from config.settings import Settings
 from memlog.api import handlers
 from memlog.api.guard import RequestGuard
+from memlog.api.openapi import describe_names
 from memlog.api.routers import context, conversations, exchanges, facts, health, privacy, replays, runs
 from memlog.credentials import Credentials
 from memlog.services import Services, open_services
@@ -52,6 +54,12 @@ def create_api(settings: Settings) -> FastAPI:
         title="memlog", version="0.1.0", lifespan=lifespan, description="Event-sourced memory for AI agent backends."
     )
     app.state.credentials = credentials
+    describe = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        return app.openapi_schema or describe_names(describe())
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(RequestGuard, credentials=credentials, max_body_bytes=settings.max_body_bytes)
     handlers.install(app)
     for area in ROUTERS:
