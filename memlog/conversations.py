@@ -287,18 +287,24 @@ class Conversations:
         """Reserve the target's name before the fork or rename is produced, so of two operations to one
         new name exactly one is accepted: the archive would drop the other when it applied it.
 
-        A name stays reserved after its operation is accepted. Once the archive has applied that
-        operation, the archive itself answers whether the name is free (it may have been purged or
-        renamed away since), and the stale reservation is dropped.
+        A name stays reserved after its operation is accepted, until the archive has applied that
+        operation: from then on the archive answers whether the name is free (it may have been purged
+        or renamed away since), and the stale reservation is dropped. So the archive is read again
+        once this call holds the name: a reservation is only ever dropped once the archive shows it.
         """
+        await self._free_target(ref, target)
+        if self.claims is None:
+            return None
         claim = (ref.tenant, ref.thread, ref.owner, target_key(target))
         subject = ref.owner if ref.thread == SESSION_THREAD else None  # erased with the subject
         for _ in range(2):
-            await self._free_target(ref, target)
-            if self.claims is None:
-                return None
             held = await self.claims.reserve(*claim, subject)
             if held is None:
+                try:
+                    await self._free_target(ref, target)
+                except TargetExists:
+                    await self.claims.release(*claim)
+                    raise
                 return claim
             accepted = held.get("accepted")
             if not accepted or self.archived is None or not await self.archived(Position.parse(accepted["position"])):
