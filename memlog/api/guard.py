@@ -1,5 +1,6 @@
-"""What the API checks before a route sees a request: who sends it, how large it is, and whether the
-stores can keep its JSON. All of it before the body is parsed, the credential before it is even read.
+"""What the API checks before a route sees a request: how large it is, who sends it, and whether the
+stores can keep its JSON. The declared size and the credential before the body is read, the rest
+before it is parsed.
 
 FastAPI reads and parses a body before it runs a route's dependencies, so these checks cannot be
 dependencies: this ASGI middleware runs them first, then hands the route the body it read.
@@ -53,16 +54,16 @@ class RequestGuard:
             return
         headers = Headers(scope=scope)
         path: str = scope["path"]
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._too_large(scope, receive, send, int(declared))
+            return
         if self.credentials.enabled and path not in PUBLIC_PATHS:
             try:
                 self.credentials.holder(headers.get("authorization"))
             except Unauthorized as exc:
                 await unauthorized(exc)(scope, receive, send)
                 return
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._too_large(scope, receive, send, int(declared))
-            return
         try:
             body = await self._read(receive)
         except BodyTooLarge:
