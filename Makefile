@@ -5,10 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export MEMLOG_HOME ?= $(HOME)/.memlog
+FUZZ_SECONDS ?= 120
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install up down status test test-fast lint format typecheck compose-check browser bench soak fixtures clean
+.PHONY: help install up down status test test-fast lint format typecheck compose-check browser bench soak fuzz fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -71,6 +72,9 @@ bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the
 
 soak: $(STAMP) ## the soak: 500 exchanges/s for 30 min, worker SIGKILLed every 5 min (SOAK_ARGS="--rate 100 --minutes 3")
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.soak $(SOAK_ARGS)
+
+fuzz: $(STAMP) ## schemathesis against the API on the local stack with credentials, FUZZ_SECONDS (120); fails on any 5xx
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m tests.fuzz --seconds $(FUZZ_SECONDS)
 
 fixtures: $(STAMP) ## write Avro fixtures for new schema versions (never overwrites)
 	$(BIN)/python -m tests.fixtures.make_avro_fixtures

@@ -513,7 +513,7 @@ class MongoIdempotency:
         return f"{len(tenant)}:{KEY_SEPARATOR.join((tenant, thread, owner, key))}"
 
     async def reserve(
-        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None, digest: str | None = None
     ) -> dict[str, Any] | None:
         """None when this call holds the key now; else what the key holds (pending, or the accepted answer).
 
@@ -527,6 +527,7 @@ class MongoIdempotency:
             "tenant": tenant,
             "subject": subject,
             "state": "pending",
+            "digest": digest,
             "pending_until": now + dt.timedelta(seconds=PENDING_SECONDS),
             "expires": now + dt.timedelta(seconds=self._ttl),
         }
@@ -539,13 +540,13 @@ class MongoIdempotency:
             if found is not None and found.get("state") == "pending" and _aware(found.get("pending_until")) < now:
                 taken = await self._keys.update_one(
                     {"_id": key_id, "state": "pending", "pending_until": found.get("pending_until")},
-                    {"$set": {"pending_until": doc["pending_until"], "expires": doc["expires"]}},
+                    {"$set": {"pending_until": doc["pending_until"], "expires": doc["expires"], "digest": digest}},
                 )
                 if taken.modified_count == 1:
                     return None  # the lapsed attempt's key is this call's now
                 found = await self._keys.find_one({"_id": key_id})
         if found is None:  # expired and deleted between the two calls: take it again
-            return await self.reserve(tenant, thread, owner, key, subject)
+            return await self.reserve(tenant, thread, owner, key, subject, digest)
         return found
 
     async def complete(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
@@ -557,6 +558,11 @@ class MongoIdempotency:
     async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
         with mongo_errors():
             await self._keys.delete_one({"_id": self._id(tenant, thread, owner, key), "state": "pending"})
+
+    async def drop(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        held = {f"accepted.{name}": value for name, value in accepted.items()}
+        with mongo_errors():
+            await self._keys.delete_one({"_id": self._id(tenant, thread, owner, key), "state": "done", **held})
 
     async def erase_subject(self, tenant: str, subject: str) -> int:
         with mongo_errors():

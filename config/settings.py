@@ -177,8 +177,18 @@ class Settings(BaseSettings):
     )
     worker_metrics_port: int | None = Field(default=None, description="Serve the worker's Prometheus metrics here.")
     metrics_host: str = Field(default="127.0.0.1", description="Interface of the worker's metrics endpoint.")
-    api_host: str = "127.0.0.1"
+    api_host: str = Field(
+        default="127.0.0.1", description="The API's interface; off loopback it needs credentials (or API_ALLOW_OPEN)."
+    )
     api_port: int = 8080
+    api_allow_open: bool = Field(
+        default=False, description="Serve the API with no credential on a non-loopback address (never in production)."
+    )
+    max_body_bytes: int = Field(
+        default=2_097_152,
+        ge=1024,
+        description="A larger request body is refused (413) before it is read: twice a Kafka record's default size.",
+    )
     read_wait_seconds: float = Field(default=5.0, gt=0, description="How long a read with after= waits.")
     ready_max_lag: int = Field(default=0, ge=0, description="/readyz tolerates this many unapplied records.")
     ready_stall_seconds: float = Field(

@@ -1,7 +1,9 @@
 """The admin page for traces: recent runs of a tenant and one run as a timeline, by shape only.
 
 It reads the shape endpoints, which never carry prompts, outputs, arguments or results, so the page
-cannot show them whatever it does. Plain HTML and DOM calls (textContent only), no build step.
+cannot show them whatever it does. Plain HTML and DOM calls (textContent only), no build step. The page
+itself holds no data and is served to anyone; the operator token is typed into its form and sent as an
+Authorization header to the routes it reads, never taken from the page's address.
 """
 
 TRACES_PAGE = """<!doctype html>
@@ -26,7 +28,7 @@ TRACES_PAGE = """<!doctype html>
 </head>
 <body>
 <h1>Traces</h1>
-<form id="filters">
+<form id="filters" method="post">  <!-- never GET: the token must not reach an address -->
   <label>operator token <input name="token" type="password" autocomplete="off"></label>
   <label>tenant <input name="tenant" required></label>
   <label>agent <input name="agent"></label>
@@ -45,7 +47,8 @@ TRACES_PAGE = """<!doctype html>
 <script>
 const form = document.getElementById("filters");
 const params = new URLSearchParams(location.search);
-for (const [key, value] of params) { if (form.elements[key]) form.elements[key].value = value; }
+// the address may preset the filters, never the token: an address ends up in histories, logs and Referer headers
+for (const [key, value] of params) { if (key !== "token" && form.elements[key]) form.elements[key].value = value; }
 
 function headers() {
   const token = form.elements.token.value;

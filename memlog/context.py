@@ -79,7 +79,8 @@ class ContextReads:
         started = time.perf_counter()
         thread = await self.thread(key, after=after, wait=wait)
         recalling = time.perf_counter()
-        hits = await self._memory.recall(key.tenant, subject, question or "", agent)
+        # seed 003: an agent recalls its own facts and the shared ones; a read naming no agent, the shared only
+        hits = await self._memory.recall(key.tenant, subject, question or "", agent, shared_only=agent is None)
         if self._metrics is not None:
             self._metrics.recall_seconds.observe(time.perf_counter() - recalling)
             self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)

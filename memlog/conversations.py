@@ -6,7 +6,7 @@ The rules are in projections/archives.py; this module only loads what they need 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +30,13 @@ from projections.archives import (
     retention_reason,
     tokens,
 )
-from projections.ports import ConversationArchive
+from projections.ports import ConversationArchive, Idempotency
 from projections.position import Position
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NothingToDo, TargetExists
 from schemas.events import (
     AUTOMATION_THREAD,
+    KEY_SEPARATOR,
     MAIN_CONVERSATION,
     SESSION_THREAD,
     Envelope,
@@ -72,6 +73,12 @@ def conversation_ref(tenant: str, thread: str, conversation: str = MAIN_CONVERSA
     return ConversationRef(check_name("tenant", tenant), kind, owner, check_name("conversation", conversation))
 
 
+def target_key(conversation: str) -> str:
+    """The claim a fork or rename holds on its target's name; beside the thread's idempotency keys, which
+    are names and so hold no separator, it can never equal one of them."""
+    return f"{KEY_SEPARATOR}conversation{KEY_SEPARATOR}{conversation}"
+
+
 def _brief(entry: Entry, at: int, snapshot: int) -> dict[str, Any]:
     view = entry.view(snapshot)
     view["excerpt"] = excerpt(view.pop("text"), at)
@@ -93,6 +100,8 @@ class Conversations:
     producer_name: str
     fork_entries: int = 200
     folds: Callable[[], FoldService] | None = None
+    claims: Idempotency | None = None  # the names forks and renames take, reserved when they are accepted
+    archived: Callable[[Position], Awaitable[bool]] | None = None  # whether the archive has applied a position
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -274,14 +283,57 @@ class Conversations:
         if held is not None or target == MAIN_CONVERSATION:
             raise TargetExists(f"conversation {target!r} exists already; choose another target")
 
-    async def rename(self, ref: ConversationRef, target: str) -> Position:
+    async def _claim_target(self, ref: ConversationRef, target: str) -> tuple[str, str, str, str] | None:
+        """Reserve the target's name before the fork or rename is produced, so of two operations to one
+        new name exactly one is accepted: the archive would drop the other when it applied it.
+
+        A name stays reserved after its operation is accepted, until the archive has applied that
+        operation: from then on the archive answers whether the name is free (it may have been purged
+        or renamed away since), and the stale reservation is dropped. So the archive is read again
+        once this call holds the name: a reservation is only ever dropped once the archive shows it.
+        """
         await self._free_target(ref, target)
-        return await self._produce(ThreadRenamed(envelope_for(ref, self.producer_name), ref.conversation, target))
+        if self.claims is None:
+            return None
+        claim = (ref.tenant, ref.thread, ref.owner, target_key(target))
+        subject = ref.owner if ref.thread == SESSION_THREAD else None  # erased with the subject
+        for _ in range(2):
+            held = await self.claims.reserve(*claim, subject)
+            if held is None:
+                try:
+                    await self._free_target(ref, target)
+                except TargetExists:
+                    await self.claims.release(*claim)
+                    raise
+                return claim
+            accepted = held.get("accepted")
+            if not accepted or self.archived is None or not await self.archived(Position.parse(accepted["position"])):
+                break
+            await self.claims.drop(*claim, accepted)  # applied: the archive answers for the name from now on
+        raise TargetExists(
+            f"conversation {target!r} is the target of a fork or rename accepted before this one; choose another"
+        )
+
+    async def _take_target(self, claim: tuple[str, str, str, str] | None, event: ThreadEvent) -> Position:
+        try:
+            position = await self._produce(event)
+        except BaseException:
+            if claim is not None and self.claims is not None:
+                await self.claims.release(*claim)
+            raise
+        if claim is not None and self.claims is not None:
+            await self.claims.complete(*claim, {"position": position.token()})
+        return position
+
+    async def rename(self, ref: ConversationRef, target: str) -> Position:
+        claim = await self._claim_target(ref, target)
+        event = ThreadRenamed(envelope_for(ref, self.producer_name), ref.conversation, target)
+        return await self._take_target(claim, event)
 
     async def fork(self, ref: ConversationRef, target: str) -> Position:
-        await self._free_target(ref, target)
+        claim = await self._claim_target(ref, target)
         event = ThreadForked(envelope_for(ref, self.producer_name), ref.conversation, target, self.fork_entries)
-        return await self._produce(event)
+        return await self._take_target(claim, event)
 
     async def archive(
         self,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from projections.ports import Idempotency
-from schemas.errors import Conflict
+from schemas.errors import Conflict, KeyReused
 from schemas.events import check_name
 from schemas.exchanges import ExchangePart, ReportedExchange, exchange_events, part_event
 from streams.producer import EventProducer
@@ -58,9 +60,10 @@ class Exchanges:
         check_name("idempotency_key", key)
         owner = {"session": route.subject, "automation": route.agent or "", "public": ""}[route.thread]
         claim = (route.tenant, route.thread, owner, key)
-        held = await self._claims.reserve(*claim, route.subject)
+        digest = body_digest(exchange)
+        held = await self._claims.reserve(*claim, route.subject, digest)
         if held is not None:
-            return await self._replayed(claim, held)
+            return await self._replayed(claim, held, digest)
         try:
             accepted = await self._record(exchange)
         except BaseException:
@@ -81,19 +84,37 @@ class Exchanges:
         position = await self._producer.produce(events)
         return Receipt(exchange_id=events[0].exchange_id, position=position.token())
 
-    async def _replayed(self, claim: tuple[str, str, str, str], held: dict[str, Any]) -> Receipt:
-        """A retry: the first answer, marked idempotent; a retry racing the first waits for it (bounded)."""
+    async def _replayed(self, claim: tuple[str, str, str, str], held: dict[str, Any], digest: str) -> Receipt:
+        """A retry: the first answer, marked idempotent; a retry racing the first waits for it (bounded).
+        A "retry" with another body is not one: refused, and the first answer is not given away."""
         deadline = time.monotonic() + self._wait
         delay, longest = CLAIM_BACKOFF_SECONDS
-        while held.get("state") != "done":
+        while _same_body(held, digest) and held.get("state") != "done":
             if time.monotonic() >= deadline:
                 raise Conflict("an exchange with this idempotency key is being recorded; retry shortly")
             await asyncio.sleep(delay)
             delay = min(delay * 2, longest)
-            found = await self._claims.reserve(*claim, held.get("subject"))
+            found = await self._claims.reserve(*claim, held.get("subject"), digest)
             if found is None:  # the first attempt failed and let go of the key: this retry is not a replay
                 await self._claims.release(*claim)
                 raise Conflict("the first attempt with this idempotency key failed; retry it")
             held = found
+        if not _same_body(held, digest):
+            raise KeyReused(
+                "this idempotency key was used for an exchange with another body; a retry sends the same "
+                "body, another exchange takes another key"
+            )
         first = held["accepted"]
         return Receipt(exchange_id=first["exchange_id"], position=first["position"], idempotent=True)
+
+
+def body_digest(exchange: ReportedExchange) -> str:
+    """What makes a retry the same request: every field but the JSON text as received (which a retry
+    may space or order differently), in canonical JSON."""
+    fields = asdict(replace(exchange, original=None))
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+
+
+def _same_body(held: dict[str, Any], digest: str) -> bool:
+    # a claim made before digests were kept has none: it is taken at its word
+    return held.get("digest") in (None, digest)

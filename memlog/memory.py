@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from adapters.embeddings import Embedder, EmbeddingFailed
@@ -24,6 +25,7 @@ from schemas.events import (
     check_text,
     now_ms,
 )
+from schemas.limits import check_utf8
 from streams.producer import EventProducer
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
@@ -107,7 +109,7 @@ class Memory:
         )
 
     def _text(self, text: object) -> str:
-        value = check_text("text", text).strip()
+        value = check_utf8("text", check_text("text", text)).strip()  # a fact keeps no original to fall back on
         if not value:
             raise InvalidEvent("text", "must not be blank")
         if len(value) > self._policy.max_chars:
@@ -168,8 +170,13 @@ class Memory:
     async def facts(self, tenant: str, subject: str, agent: str | None) -> list[Fact]:
         return [fact for fact in (await self.state(tenant, subject)).facts if fact.visible_to(agent)]
 
-    async def recall(self, tenant: str, subject: str, question: str, agent: str | None) -> list[Recalled]:
+    async def recall(
+        self, tenant: str, subject: str, question: str, agent: str | None, *, shared_only: bool = False
+    ) -> list[Recalled]:
+        """`shared_only`: a reader that names no agent may see no agent's own facts (the context read)."""
         state = await self.state(tenant, subject)
+        if shared_only:
+            state = replace(state, facts=tuple(fact for fact in state.facts if fact.scope == "shared"))
         similarity = await self._similarity(state, question, agent) if question.strip() else None
         return recall(
             state,

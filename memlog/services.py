@@ -196,6 +196,8 @@ class Services:
                 self.producer_name,
                 self.settings.fork_entries,
                 None if read_only else lambda: self.folds,
+                claims=self.idempotency,
+                archived=lambda position: self.positions.reached(position, 0, archive=True),
             ),
         )
 

@@ -256,16 +256,19 @@ PENDING_SECONDS = 60
 
 
 class Idempotency(Protocol):
-    """Idempotency keys of recorded exchanges, per (tenant, thread, owner, key): reserved before
-    anything is produced, so of two concurrent attempts exactly one produces."""
+    """Claims on a key per (tenant, thread, owner), reserved before anything is produced, so of two
+    concurrent attempts exactly one produces: the idempotency key of a recorded exchange, and the
+    conversation name a fork or rename takes (memlog.conversations.target_key)."""
 
     async def reserve(
-        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None, digest: str | None = None
     ) -> dict[str, Any] | None:
         """None when this call holds the key now; else what the key holds: `state` "pending", or
-        "done" with the `accepted` answer, and the `subject`.
+        "done" with the `accepted` answer, the `subject`, and the `digest` of the body it was
+        reserved for (None for a claim made without one).
 
-        A pending reservation lapses after PENDING_SECONDS: the next call after that takes the key.
+        A pending reservation lapses after PENDING_SECONDS: the next call after that takes the key
+        (with its own digest).
         """
         ...
 
@@ -275,6 +278,11 @@ class Idempotency(Protocol):
 
     async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
         """Let go of a pending reservation (its attempt failed); a completed key stays."""
+        ...
+
+    async def drop(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        """Delete a completed claim that still holds this `accepted` answer (what it claimed is done and
+        free again); a claim taken again since, or pending, stays."""
         ...
 
     async def erase_subject(self, tenant: str, subject: str) -> int: ...

@@ -59,7 +59,7 @@ class Codec:
             out.write(struct.pack(">bI", CONFLUENT_MAGIC, self._registered_id(writer)))
         try:
             schemaless_writer(out, writer.parsed, record, strict_allow_default=True)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
             raise InvalidEvent(full_name, f"does not match its schema: {exc}") from exc
         return out.getvalue()
 

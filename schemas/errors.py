@@ -72,7 +72,11 @@ class Shredded(MemlogError):
 
 
 class TargetExists(MemlogError):
-    """A rename or fork names a conversation that exists already."""
+    """A rename or fork names a conversation that exists already, or that another accepted one takes."""
+
+
+class KeyReused(MemlogError):
+    """An idempotency key already used for another body: a retry must send what the first attempt sent."""
 
 
 class NothingToDo(MemlogError):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from schemas.errors import InvalidEvent
+from schemas.limits import INT32_MAX, MAX_JSON_DEPTH, check_int, check_json
 
 Channel = Literal["v1", "v2", "askx"]
 CHANNELS: tuple[str, ...] = ("v1", "v2", "askx")
@@ -136,13 +137,16 @@ class ToolCalled:
         check_name("exchange_id", self.exchange_id)
         check_text("name", self.name)
         check_conversation(self.conversation)
-        if not isinstance(self.call_index, int) or self.call_index < 0:
-            raise InvalidEvent("call_index", "must be a non-negative integer")
+        check_int("call_index", self.call_index, high=INT32_MAX)  # an Avro int
         for name in ("arguments", "result"):
+            # also for events put on the log by others: deeper JSON would break every context read after
             try:
-                json.loads(getattr(self, name))
+                value = json.loads(getattr(self, name))
+            except RecursionError:
+                raise InvalidEvent(name, f"is nested deeper than {MAX_JSON_DEPTH} levels") from None
             except (TypeError, ValueError) as exc:
                 raise InvalidEvent(name, f"must be JSON text: {exc}") from None
+            check_json(name, value)
 
 
 @dataclass(frozen=True)
@@ -373,6 +377,10 @@ class RunTraced:
             raise InvalidEvent("ended_at", "is before started_at")
         steps = tuple(s if isinstance(s, ModelStep) else ModelStep(**s) for s in self.steps)
         calls = tuple(c if isinstance(c, TraceToolCall) else TraceToolCall(**c) for c in self.tool_calls)
+        seqs = [(f"steps[{i}].seq", s.seq) for i, s in enumerate(steps)]
+        seqs += [(f"tool_calls[{i}].seq", c.seq) for i, c in enumerate(calls)]
+        for name, seq in seqs:
+            check_int(name, seq, high=INT32_MAX)  # an Avro int
         object.__setattr__(self, "steps", steps)  # Avro hands back lists of dicts
         object.__setattr__(self, "tool_calls", calls)
 
@@ -509,6 +517,8 @@ def from_record(full_name: str, record: dict[str, Any]) -> Event:
 
 
 def json_text(field_name: str, value: Any) -> str:
+    """A JSON value as text, once it is known the stores can keep it (schemas.limits)."""
+    check_json(field_name, value)
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:

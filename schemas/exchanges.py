@@ -314,5 +314,10 @@ def _answer(
     envelope: Envelope, exchange_id: str, route: Route, answer: str, model: str | None, original: str | None
 ) -> AnswerGiven:
     return AnswerGiven(
-        envelope, exchange_id, encodable(answer), model=model, conversation=route.conversation, original=original
+        envelope,
+        exchange_id,
+        encodable(answer),
+        model=None if model is None else encodable(model),
+        conversation=route.conversation,
+        original=original,
     )

@@ -254,12 +254,16 @@ class InMemoryIdempotency:
         return held
 
     async def reserve(
-        self, tenant: str, thread: str, owner: str, key: str, subject: str | None
+        self, tenant: str, thread: str, owner: str, key: str, subject: str | None, digest: str | None = None
     ) -> dict[str, Any] | None:
         now = self._clock()
         claim = (tenant, thread, owner, key)
         held = self._held(claim, now)
-        renewed = {"pending_until": now + dt.timedelta(seconds=PENDING_SECONDS), "expires": now + self._ttl}
+        renewed = {
+            "pending_until": now + dt.timedelta(seconds=PENDING_SECONDS),
+            "expires": now + self._ttl,
+            "digest": digest,
+        }
         if held is None:
             self._keys[claim] = {"tenant": tenant, "subject": subject, "state": "pending", **renewed}
             return None
@@ -276,6 +280,12 @@ class InMemoryIdempotency:
     async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
         claim = (tenant, thread, owner, key)
         if self._keys.get(claim, {}).get("state") == "pending":
+            del self._keys[claim]
+
+    async def drop(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
+        claim = (tenant, thread, owner, key)
+        held = self._keys.get(claim, {})
+        if held.get("state") == "done" and held.get("accepted") == accepted:
             del self._keys[claim]
 
     def _of(self, tenant: str, subject: str) -> list[tuple[str, str, str, str]]:

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
 from config.settings import Settings
 from memlog.api import handlers
+from memlog.api.guard import RequestGuard
+from memlog.api.openapi import describe_names
 from memlog.api.routers import context, conversations, exchanges, facts, health, privacy, replays, runs
 from memlog.credentials import Credentials
 from memlog.services import Services, open_services
-from schemas.errors import StoreUnavailable
+from schemas.errors import ServiceSetupError, StoreUnavailable
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -44,14 +48,43 @@ def create_api(settings: Settings) -> FastAPI:
             finally:
                 follower.cancel()
 
+    credentials = Credentials.from_settings(settings)
+    refuse_open_listening(settings, credentials)
     app = FastAPI(
         title="memlog", version="0.1.0", lifespan=lifespan, description="Event-sourced memory for AI agent backends."
     )
-    app.state.credentials = Credentials.from_settings(settings)
+    app.state.credentials = credentials
+    describe = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        return app.openapi_schema or describe_names(describe())
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    app.add_middleware(RequestGuard, credentials=credentials, max_body_bytes=settings.max_body_bytes)
     handlers.install(app)
     for area in ROUTERS:
         app.include_router(area.router)
     return app
+
+
+def refuse_open_listening(settings: Settings, credentials: Credentials) -> None:
+    """Secure by default: an API with no credential listens on loopback only, unless told otherwise."""
+    if credentials.enabled or settings.api_allow_open or is_loopback(settings.api_host):
+        return
+    raise ServiceSetupError(
+        f"MEMLOG_API_HOST={settings.api_host} is not a loopback address and no credential is configured: "
+        "set MEMLOG_CREDENTIALS_FILE (or MEMLOG_BACKEND_TOKENS / MEMLOG_OPERATOR_TOKENS), or set "
+        "MEMLOG_API_ALLOW_OPEN=true to serve every tenant's memory to anyone who can reach it"
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
 
 
 async def _follow_namespace(services: Services) -> None:

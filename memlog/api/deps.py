@@ -18,7 +18,12 @@ def _services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(_services)]
 
 AFTER = Query(default=None, description="A position token; wait until it is applied.")
-WAIT = Query(default=None, ge=0, description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.")
+WAIT = Query(
+    default=None,
+    ge=0,
+    allow_inf_nan=False,
+    description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.",
+)
 
 
 async def original(request: Request) -> str:

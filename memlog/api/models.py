@@ -10,6 +10,7 @@ from config.settings import MAX_REPLAY_WORKERS
 from memlog.context import ThreadContext
 from memlog.runs import Run, RunStep, RunToolCall
 from schemas.exchanges import AnswerPart, QuestionPart, ReportedExchange, Route, ToolCallPart, ToolUse
+from schemas.limits import INT32_MAX, INT64_MAX
 
 
 class ToolCallIn(BaseModel):
@@ -18,7 +19,7 @@ class ToolCallIn(BaseModel):
     arguments: Any = Field(default_factory=dict, description="Any JSON value.")
     result: Any = Field(default=None, description="Any JSON value; kept whole so follow-ups need no second call.")
     ok: bool = True
-    duration_ms: int | None = Field(default=None, ge=0)
+    duration_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
     def to_tool_use(self) -> ToolUse:
         return ToolUse(self.name, self.arguments, self.result, self.ok, self.duration_ms)
@@ -38,7 +39,9 @@ class ExchangeIn(BaseModel):
     answer: str | None = None
     channel: Literal["v1", "v2", "askx"] = "v2"
     idempotency_key: str | None = None
-    occurred_at: int | None = Field(default=None, ge=0, description="Epoch milliseconds; defaults to now.")
+    occurred_at: int | None = Field(
+        default=None, ge=0, le=INT64_MAX, description="Epoch milliseconds; defaults to now."
+    )
     agent: str | None = None
     model: str | None = None
     exchange_id: str | None = Field(default=None, description="Your own id for it; default: a new one.")
@@ -66,7 +69,7 @@ class Routed(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tenant: str
     subject: str
-    occurred_at: int | None = Field(default=None, ge=0)
+    occurred_at: int | None = Field(default=None, ge=0, le=INT64_MAX)
     agent: str | None = None
     conversation: str | None = None
 
@@ -89,12 +92,12 @@ class QuestionIn(Routed):
 
 class ToolCallEventIn(Routed):
     thread: Literal["session", "public", "automation"] = "session"
-    call_index: int = Field(ge=0, description="Order of the call within the exchange, from 0.")
+    call_index: int = Field(ge=0, le=INT32_MAX, description="Order of the call within the exchange, from 0.")
     name: str
     arguments: Any = Field(default_factory=dict)
     result: Any = None
     ok: bool = True
-    duration_ms: int | None = Field(default=None, ge=0)
+    duration_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
     def to_part(self, original: str) -> ToolCallPart:
         call = ToolUse(self.name, self.arguments, self.result, self.ok, self.duration_ms)
@@ -201,30 +204,34 @@ class ToolRunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     arguments: dict[str, Any] = Field(default_factory=dict)
     exchange_id: str | None = Field(default=None, description="Record the call in this exchange's transcript.")
-    call_index: int | None = Field(default=None, ge=0, description="Its place among the exchange's tool calls.")
+    call_index: int | None = Field(
+        default=None, ge=0, le=INT32_MAX, description="Its place among the exchange's tool calls."
+    )
 
 
 class ModelStepIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seq: int | None = Field(default=None, ge=0, description="Place in the timeline; default: by start time.")
+    seq: int | None = Field(
+        default=None, ge=0, le=INT32_MAX, description="Place in the timeline; default: by start time."
+    )
     model: str
     prompt: str
     output: str
-    input_tokens: int = Field(ge=0)
-    output_tokens: int = Field(ge=0)
-    started_at: int = Field(ge=0)
-    duration_ms: int = Field(ge=0)
+    input_tokens: int = Field(ge=0, le=INT64_MAX)
+    output_tokens: int = Field(ge=0, le=INT64_MAX)
+    started_at: int = Field(ge=0, le=INT64_MAX)
+    duration_ms: int = Field(ge=0, le=INT64_MAX)
 
 
 class TraceToolCallIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seq: int | None = Field(default=None, ge=0)
+    seq: int | None = Field(default=None, ge=0, le=INT32_MAX)
     name: str
     arguments: Any = Field(default_factory=dict)
     result: Any = None
     ok: bool = True
-    started_at: int = Field(ge=0)
-    duration_ms: int = Field(ge=0)
+    started_at: int = Field(ge=0, le=INT64_MAX)
+    duration_ms: int = Field(ge=0, le=INT64_MAX)
 
 
 class RunIn(BaseModel):
@@ -234,8 +241,8 @@ class RunIn(BaseModel):
     agent: str
     run_id: str | None = None
     status: Literal["ok", "error"]
-    started_at: int = Field(ge=0)
-    ended_at: int = Field(ge=0)
+    started_at: int = Field(ge=0, le=INT64_MAX)
+    ended_at: int = Field(ge=0, le=INT64_MAX)
     steps: list[ModelStepIn] = Field(default_factory=list)
     tool_calls: list[TraceToolCallIn] = Field(default_factory=list)
 
@@ -281,7 +288,9 @@ class EraseIn(BaseModel):
 class ReplayIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     projection: Literal["sessions", "facts", "traces", "archives", "all"] = "all"
-    since: int | None = Field(default=None, ge=0, description="Epoch ms to start from; default: the beginning.")
+    since: int | None = Field(
+        default=None, ge=0, le=INT64_MAX, description="Epoch ms to start from; default: the beginning."
+    )
     switch: bool = Field(default=True, description="Move reads to the rebuilt namespace when it has caught up.")
     workers: int | None = Field(
         default=None,
@@ -319,7 +328,7 @@ class PurgeIn(BaseModel):
 class RetentionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     confirm: bool = Field(default=False, description="Without it, a dry run: the targets only.")
-    now: int | None = Field(default=None, ge=0, description="Epoch ms to plan against; default: now.")
+    now: int | None = Field(default=None, ge=0, le=INT64_MAX, description="Epoch ms to plan against; default: now.")
 
 
 class OperationAccepted(BaseModel):

@@ -63,6 +63,29 @@ class IdempotencyContract:
         held = await keys.reserve(*ANN, "ann")
         assert held is not None and held["accepted"] == ACCEPTED
 
+    async def test_a_key_keeps_the_digest_of_the_body_it_was_reserved_for(self, keys: Idempotency) -> None:
+        assert await keys.reserve(*ANN, "ann", "digest-1") is None
+        await keys.complete(*ANN, ACCEPTED)
+        held = await keys.reserve(*ANN, "ann", "digest-2")
+        assert held is not None and (held["digest"], held["accepted"]) == ("digest-1", ACCEPTED)
+
+    async def test_a_lapsed_key_taken_again_keeps_the_new_digest(self, keys: Idempotency, clock: Clock) -> None:
+        await keys.reserve(*ANN, "ann", "digest-1")
+        clock.move(PENDING_SECONDS + 1)
+        assert await keys.reserve(*ANN, "ann", "digest-2") is None
+        held = await keys.reserve(*ANN, "ann", "digest-3")
+        assert held is not None and held["digest"] == "digest-2"
+
+    async def test_a_completed_key_is_dropped_only_while_it_holds_that_answer(self, keys: Idempotency) -> None:
+        await keys.reserve(*ANN, "ann")
+        await keys.drop(*ANN, ACCEPTED)  # pending: stays
+        assert await keys.reserve(*ANN, "ann") is not None
+        await keys.complete(*ANN, ACCEPTED)
+        await keys.drop(*ANN, {**ACCEPTED, "position": "threads:0:6"})  # another answer: stays
+        assert await keys.reserve(*ANN, "ann") is not None
+        await keys.drop(*ANN, ACCEPTED)
+        assert await keys.reserve(*ANN, "ann") is None
+
     async def test_keys_are_held_apart_per_tenant_thread_owner_and_key(self, keys: Idempotency) -> None:
         await keys.reserve(*ANN, "ann")
         for claim in [

@@ -37,7 +37,19 @@ def test_the_compose_environment_is_valid_settings(monkeypatch: pytest.MonkeyPat
     settings = Settings()
     assert settings.kafka_bootstrap == "kafka:9092" and settings.fold_tokens == 32_000
     assert settings.summarizer_url is None and settings.embeddings == "none"
-    assert settings.credentials_file is None and settings.backend_tokens == {}
+    assert str(settings.credentials_file) == "/run/secrets/memlog-credentials" and settings.backend_tokens == {}
+    assert settings.api_allow_open is False
+
+
+def test_compose_gives_the_api_its_credentials_from_a_secret_and_publishes_it_on_loopback_only() -> None:
+    import yaml
+
+    compose = yaml.safe_load(COMPOSE)
+    api = compose["services"]["api"]
+    assert api["secrets"] == ["memlog-credentials"]
+    assert compose["secrets"]["memlog-credentials"]["file"].startswith("./secrets/")  # ignored by git
+    assert api["ports"] == ["127.0.0.1:8080:8080"]
+    assert all("ports" not in service for name, service in compose["services"].items() if name != "api")
 
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s" / "memlog.yaml"
@@ -73,6 +85,9 @@ def test_the_configmap_holds_every_setting_but_the_secrets_and_workers_stop_at_t
     assert set(data) == names - SECRET_SETTINGS
     assert not SECRET_SETTINGS & set(data)  # secrets come from the Secret, never the repository
     assert documents["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == int(data["MEMLOG_PARTITIONS"])
+    # the API: credentials from the Secret, reached only through a ClusterIP Service
+    assert data["MEMLOG_API_ALLOW_OPEN"] == "false" and data["MEMLOG_CREDENTIALS_FILE"].startswith("/etc/memlog/")
+    assert documents["Service"]["spec"]["type"] == "ClusterIP"
 
 
 def test_the_grafana_dashboard_charts_only_metrics_memlog_exports() -> None:

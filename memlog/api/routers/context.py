@@ -19,7 +19,9 @@ async def context(
     after: str | None = AFTER,
     wait: float | None = WAIT,
     question: str | None = Query(default=None, description="The question about to be answered: facts bear on it."),
-    agent: str | None = Query(default=None, description="The agent answering: its own facts and the shared ones."),
+    agent: str | None = Query(
+        default=None, description="The agent answering: its own facts and the shared ones; without it, shared only."
+    ),
 ) -> Context:
     """The subject's session and the facts that bear on the question, ready to put before the model."""
     read = await services.contexts.session(tenant, subject, question=question, agent=agent, after=after, wait=wait)

@@ -15,6 +15,7 @@ from projections.archives import ConversationRef
 from projections.position import Position
 from schemas.errors import NotFound
 from schemas.events import check_name, now_ms
+from schemas.limits import INT64_MAX
 
 router = APIRouter()
 THREAD = "/v1/tenants/{tenant}/threads/{thread}"
@@ -57,8 +58,8 @@ async def search(
         "history: the agent's whole history, reset archives included, labelled by provenance.",
     ),
     conversation: str | None = Query(default=None, description="One conversation; default: all of the thread."),
-    since: int | None = Query(default=None, ge=0, description="Occurred at or after (epoch ms)."),
-    until: int | None = Query(default=None, ge=0, description="Occurred before (epoch ms)."),
+    since: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred at or after (epoch ms)."),
+    until: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred before (epoch ms)."),
     neighbours: int = Query(default=1, ge=0, le=3, description="Entries either side of each result."),
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),

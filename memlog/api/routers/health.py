@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
+from memlog.api.auth import OPERATOR_ONLY
 from memlog.api.deps import ServicesDep
 from memlog.api.handlers import RETRY
 from schemas.errors import LogUnavailable, StoreUnavailable
@@ -17,9 +18,10 @@ async def healthz() -> dict[str, str]:
     return {"status": "alive"}
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get("/metrics", include_in_schema=False, dependencies=OPERATOR_ONLY)
 async def metrics_page(services: ServicesDep) -> Response:
-    """Prometheus metrics; consumer lag and stalled projections are measured at each scrape."""
+    """Prometheus metrics (operators only: they count every tenant); consumer lag and stalled projections
+    are measured at each scrape."""
     await services.readiness.check()
     assert services.metrics is not None, "the API opens its services with metrics"
     return Response(services.metrics.render(), media_type="text/plain; version=0.0.4")

@@ -11,7 +11,8 @@ from memlog.admin import TRACES_PAGE
 from memlog.api.auth import OPERATOR_ONLY, guard_body
 from memlog.api.deps import AFTER, ServicesDep
 from memlog.api.models import RunAccepted, RunIn
-from schemas.errors import NotFound
+from schemas.errors import InvalidEvent, NotFound
+from schemas.limits import INT64_MAX
 
 router = APIRouter()
 
@@ -31,8 +32,8 @@ async def runs(
     services: ServicesDep,
     agent: str | None = None,
     status: Literal["ok", "error"] | None = None,
-    since: int | None = Query(default=None, ge=0, description="Started at or after (epoch ms)."),
-    until: int | None = Query(default=None, ge=0, description="Started before (epoch ms)."),
+    since: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Started at or after (epoch ms)."),
+    until: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Started before (epoch ms)."),
     limit: int = Query(default=50, ge=1, le=500),
     after: str | None = AFTER,
 ) -> dict[str, Any]:
@@ -53,5 +54,8 @@ async def run_shape(tenant: str, run_id: str, services: ServicesDep, after: str 
 
 
 @router.get("/admin/traces", response_class=HTMLResponse, include_in_schema=False)
-async def traces_page() -> HTMLResponse:
+async def traces_page(request: Request) -> HTMLResponse:
+    """The static page (it holds no data); the operator token goes in its form, never in its address."""
+    if "token" in request.query_params:
+        raise InvalidEvent("token", "never put a credential in an address; type it into the page's form")
     return HTMLResponse(TRACES_PAGE)
