@@ -19,7 +19,7 @@ from adapters.mongo_store import mongo_errors
 from projections import namespaces
 from projections.namespaces import NamespaceEntry
 from projections.ports import Clock, utc_now
-from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
+from projections.sealing import new_data_key, subject_digest, subject_ref, tenant_ref, unwrap_key, wrap_key
 from schemas.errors import Conflict, StoreUnavailable, SubjectErasing
 
 ACTIVE = "active"
@@ -43,9 +43,10 @@ class MongoKeyVault:
         with mongo_errors():
             await self._keys.create_index("key_id", unique=True, name="by_key_id")
 
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
-        """The subject's current data key, made on first use. Refused while the subject is being erased."""
-        ref = subject_ref(tenant, subject)
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
+        """The subject's current data key (the tenant's without one), made on first use. Refused while
+        the subject is being erased."""
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
         with mongo_errors():
             doc = await self._keys.find_one({"_id": ref})
             if doc is None:
@@ -71,7 +72,17 @@ class MongoKeyVault:
             if doc is None:
                 raise StoreUnavailable(f"key vault: the key of {ref} vanished while it was being made")
         if doc["state"] != ACTIVE:
-            raise SubjectErasing(tenant, subject)
+            raise SubjectErasing(tenant, subject or "")
+        return str(doc["key_id"]), self._unwrap(doc)
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
+        with mongo_errors():
+            doc = await self._keys.find_one({"_id": ref})
+        if doc is None:
+            return None
+        if doc["state"] != ACTIVE:
+            raise SubjectErasing(tenant, subject or "")
         return str(doc["key_id"]), self._unwrap(doc)
 
     def _unwrap(self, doc: dict[str, Any]) -> bytes:

@@ -310,9 +310,15 @@ class KeyVault(Protocol):
     event sealed with it. A stored key that does not unwrap with this vault's master key raises
     projections.sealing.SealError."""
 
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
         """The subject's (key id, data key), made on first use. Raises SubjectErasing while the subject
-        is being erased."""
+        is being erased. Without a subject: the tenant's own key, which seals events about no subject
+        (runs without one) and is never erased with a subject."""
+        ...
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        """`key_for_write`'s key without making one: None when there is none (never written, or erased).
+        Raises SubjectErasing while the subject is being erased."""
         ...
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:

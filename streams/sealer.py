@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from projections.ports import KeyVault
 from projections.sealing import SealError, needs_seal, open_sealed, seal, sealed_key_id
 from schemas.errors import DecodeError, Shredded
+
+Who = tuple[str, str | None]  # (tenant, subject); no subject: the tenant's own key
 
 
 class Sealer:
@@ -24,21 +27,45 @@ class Sealer:
         self._vault = vault
         self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[bytes, float]] = {}
-        self._writing: dict[tuple[str, str], tuple[str, bytes, float]] = {}
+        self._writing: dict[Who, tuple[str, bytes, float]] = {}
 
-    async def seal(self, full_name: str, record: dict[str, Any]) -> dict[str, Any]:
-        if not needs_seal(full_name, record):
-            return record
-        env = record["envelope"]
-        who = (env["tenant"], env["subject"])
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
+        """The (key id, data key) that seals events about `subject` (None: the tenant's own key), made
+        on first use; from the cache while it is younger than `cache_seconds`. Raises SubjectErasing
+        while the subject is being erased."""
+        who = (tenant, subject)
         now = time.monotonic()
         cached = self._writing.get(who)
         if cached is None or now - cached[2] > self._cache_seconds:
-            key_id, key = await self._vault.key_for_write(*who)
+            key_id, key = await self._vault.key_for_write(tenant, subject)
             if len(self._writing) > 100_000:
                 self._writing.clear()
             cached = self._writing[who] = (key_id, key, now)
-        return seal(full_name, record, cached[0], cached[1])
+        return cached[0], cached[1]
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        """`key_for_write`'s key (from the cache, or the vault) without making one; None when there is none."""
+        cached = self._writing.get((tenant, subject))
+        if cached is not None and time.monotonic() - cached[2] <= self._cache_seconds:
+            return cached[0], cached[1]
+        return await self._vault.key_in_use(tenant, subject)
+
+    async def seal(
+        self, full_name: str, record: dict[str, Any], pinned: Mapping[Who, tuple[str, bytes]] | None = None
+    ) -> dict[str, Any]:
+        """The record sealed under its subject's key (its tenant's without a subject).
+
+        `pinned` holds keys taken earlier, by (tenant, subject): a record derived from data read after
+        its key was taken (a fold's summary) is sealed under that key and no other, so an erasure in
+        between shreds it too, instead of a fresh key made after the erasure keeping it readable.
+        """
+        if not needs_seal(full_name):
+            return record
+        env = record["envelope"]
+        who: Who = (env["tenant"], env["subject"])
+        held = None if pinned is None else pinned.get(who)
+        key_id, key = held if held is not None else await self.key_for_write(*who)
+        return seal(full_name, record, key_id, key)
 
     async def open_many(self, items: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | Shredded | DecodeError]:
         """Each record opened, Shredded when its key is gone, DecodeError when it does not open.

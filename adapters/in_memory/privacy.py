@@ -12,7 +12,7 @@ from typing import Any
 
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS, NamespaceEntry
 from projections.ports import Clock, utc_now
-from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
+from projections.sealing import new_data_key, subject_digest, subject_ref, tenant_ref, unwrap_key, wrap_key
 from schemas.errors import Conflict, SubjectErasing
 
 
@@ -42,8 +42,8 @@ class InMemoryKeyVault:
     def _unwrap(self, ref: str, held: WrappedKey) -> bytes:
         return unwrap_key(self._master, f"{ref}\x1f{held.key_id}", held.nonce, held.wrapped)
 
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
-        ref = subject_ref(tenant, subject)
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
         held = self._keys.get(ref)
         if held is None:
             key_id = uuid.uuid4().hex
@@ -52,7 +52,16 @@ class InMemoryKeyVault:
             self._keys[ref] = WrappedKey(key_id, nonce, wrapped)
             return key_id, data_key
         if held.erasing:
-            raise SubjectErasing(tenant, subject)
+            raise SubjectErasing(tenant, subject or "")
+        return held.key_id, self._unwrap(ref, held)
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
+        held = self._keys.get(ref)
+        if held is None:
+            return None
+        if held.erasing:
+            raise SubjectErasing(tenant, subject or "")
         return held.key_id, self._unwrap(ref, held)
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
