@@ -351,10 +351,13 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
         text, entry_id, role, original = event.answer, f"{event.exchange_id}.a", "answer", event.original
         exchange_id = event.exchange_id
     elif isinstance(event, ThreadFolded):
+        if event.segment and not event.summary:
+            return None  # an asker's part of a shared thread's summary dropped: nothing to keep
         # 004: "The stored compaction summary is a debug entry marked entersPrompt: false"
         text, entry_id, role, exchange_id, enters_prompt = (
             event.summary,
-            f"fold.{event.fold_id}",
+            # a shared thread's fold is one part per asker, all of one fold id
+            f"fold.{event.fold_id}.{position.offset}" if event.segment else f"fold.{event.fold_id}",
             "summary",
             None,
             False,
@@ -401,8 +404,11 @@ def plan_archive(
             continue
         flush()
         if isinstance(event, ThreadFolded):
-            # 004: compaction "saves the full previous generation first", then adds its summary
-            ops.append(ArchiveGeneration(ref, f"compact@{at}", "compact", at, tuple(event.covers)))
+            # 004: compaction "saves the full previous generation first", then adds its summary; the
+            # parts of one fold of a shared thread make one generation, named by their fold id
+            archive_id = f"compact:{event.fold_id}" if event.segment else f"compact@{at}"
+            if event.covers:
+                ops.append(ArchiveGeneration(ref, archive_id, "compact", at, tuple(event.covers)))
             summary = entry_of(event, position)
             if summary is not None:
                 pending.append(summary)

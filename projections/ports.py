@@ -83,15 +83,17 @@ class SessionStore(Checkpoints, Protocol):
     async def drop(self, key: ThreadKey) -> None: ...
 
     async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
-        """The subject's session, and their lines on the tenant's public and automation threads.
+        """The subject's session, and their lines and their parts of the summaries on the tenant's public
+        and automation threads.
 
-        Returns the counts: `session_exchanges` and `shared_thread_lines`.
+        Returns the counts: `session_exchanges`, `shared_thread_lines` and `shared_thread_summaries`.
         """
         ...
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
-        """`session` (its summary and exchanges, None when there is none) and `shared_thread_lines`
-        (the subject's exchanges on shared threads, each with its `thread` and `agent`), as plain data."""
+        """`session` (its summary and exchanges, None when there is none), `shared_thread_lines` (the
+        subject's exchanges on shared threads, each with its `thread` and `agent`) and
+        `shared_thread_summaries` (their parts of those threads' summaries), as plain data."""
         ...
 
 

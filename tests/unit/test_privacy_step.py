@@ -98,6 +98,7 @@ async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -
     assert entry["deleted"] == {
         "session_exchanges": 1,
         "shared_thread_lines": 1,
+        "shared_thread_summaries": 0,
         "idempotency_keys": 1,
         "facts": 1,
         "traces": 1,
