@@ -382,6 +382,31 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
     )
 
 
+def archived_form(event: ThreadEvent) -> ThreadEvent | None:
+    """The event as the archives keep it; None when they keep nothing of it.
+
+    Seed 000: the public thread "keeps the answers but not the tool results, which only the asker may
+    see". Its archive is read by anyone with the tenant's credential, so a public tool call is never
+    archived, and a public question's original (the request as received) is dropped when the request
+    carried tool calls.
+    """
+    if event.envelope.thread != PUBLIC_THREAD:
+        return event
+    if isinstance(event, ToolCalled):
+        return None
+    if isinstance(event, QuestionAsked) and event.original is not None and _carries_tool_calls(event.original):
+        return replace(event, original=None)
+    return event
+
+
+def _carries_tool_calls(original: str) -> bool:
+    try:
+        body = json.loads(original)
+    except (ValueError, RecursionError):
+        return True  # not the JSON it should be: withheld rather than read wrongly
+    return not isinstance(body, dict) or bool(body.get("tool_calls"))
+
+
 def plan_archive(
     events: Sequence[tuple[ThreadEvent, Position]], *, fork_entries: int = FORK_ENTRIES
 ) -> list[ArchiveOp]:
@@ -394,7 +419,10 @@ def plan_archive(
             ops.append(InsertEntries(tuple(pending)))
             pending.clear()
 
-    for event, position in events:
+    for logged, position in events:
+        event = archived_form(logged)
+        if event is None:
+            continue
         ref = conversation_ref(event)
         at = position.offset
         if isinstance(event, QuestionAsked | ToolCalled | AnswerGiven):
