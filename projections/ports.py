@@ -9,7 +9,7 @@ that position is newer than what the key already holds, so redelivery and replay
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -361,17 +361,28 @@ class Ledger(Protocol):
 
 
 class Exports(Protocol):
-    """Export bundles by request id, kept a while and deleted with their subject."""
+    """Export bundles by request id, kept a while and deleted with their subject.
 
-    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
-        """Store the request's bundle, replacing one stored under that id."""
+    A bundle has no size limit: it is stored and read back in parts, never as one document (MongoDB
+    refuses one past 16 MiB), so a heavy subject's export neither fails nor stalls the erasures after it.
+    """
+
+    async def put(self, request_id: str, tenant: str, subject: str, chunks: AsyncIterable[bytes]) -> int:
+        """Store the request's bundle, the concatenation of `chunks` (UTF-8 JSON, any sizes), replacing
+        one stored under that id; it can be read once every part is in. Returns its size in bytes."""
         ...
 
     async def get(self, request_id: str) -> dict[str, Any] | None:
-        """`tenant`, `subject`, `bundle` (JSON text) and `created_at`; None when there is none."""
+        """`tenant`, `subject`, `size` (bytes) and `created_at` of a whole stored bundle; None when there is none."""
         ...
 
-    async def erase_subject(self, tenant: str, subject: str) -> int: ...
+    def read(self, request_id: str) -> AsyncIterator[bytes]:
+        """The bundle's bytes, part after part; nothing when there is none."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """The subject's bundles, whole or partly stored; how many."""
+        ...
 
 
 class NamespacePointer(Protocol):

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,27 +125,42 @@ class InMemoryLedger:
 
 
 class InMemoryExports:
-    """Export bundles by request id (kept until erased: no expiry here)."""
+    """Export bundles by request id, in parts of at most `part_bytes` (kept until erased: no expiry here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, part_bytes: int = 4 * 1024 * 1024) -> None:
         self._bundles: dict[str, dict[str, Any]] = {}
+        self._parts: dict[str, list[bytes]] = {}
+        self._part_bytes = part_bytes
 
-    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
+    async def put(self, request_id: str, tenant: str, subject: str, chunks: AsyncIterable[bytes]) -> int:
+        self._bundles.pop(request_id, None)
+        data = b"".join([chunk async for chunk in chunks])
+        step = self._part_bytes
+        self._parts[request_id] = [data[start : start + step] for start in range(0, len(data), step)] or [b""]
         self._bundles[request_id] = {
             "_id": request_id,
             "tenant": tenant,
             "subject": subject,
-            "bundle": bundle,
+            "size": len(data),
+            "parts": len(self._parts[request_id]),
             "created_at": utc_now(),
         }
+        return len(data)
 
     async def get(self, request_id: str) -> dict[str, Any] | None:
         return copy.deepcopy(self._bundles.get(request_id))
+
+    async def read(self, request_id: str) -> AsyncIterator[bytes]:
+        if request_id not in self._bundles:
+            return
+        for part in list(self._parts.get(request_id, ())):
+            yield part
 
     async def erase_subject(self, tenant: str, subject: str) -> int:
         gone = [key for key, held in self._bundles.items() if (held["tenant"], held["subject"]) == (tenant, subject)]
         for key in gone:
             del self._bundles[key]
+            self._parts.pop(key, None)
         return len(gone)
 
 

@@ -6,8 +6,9 @@ import argparse
 import datetime as dt
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from config.settings import Settings
 from memlog.privacy import Requested
@@ -48,11 +49,20 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
         )
         assert export.bundle is not None, "an applied export comes with its bundle"
         if args.output == "-":
-            sys.stdout.write(export.bundle + "\n")
+            await _write_bundle(export.bundle, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
         else:
-            Path(args.output).write_text(export.bundle + "\n", encoding="utf-8")  # noqa: ASYNC240
+            with Path(args.output).open("wb") as out:  # noqa: ASYNC230
+                await _write_bundle(export.bundle, out)
             print(f"wrote the bundle of {args.subject} to {args.output}", file=sys.stderr)
         return 0
+
+
+async def _write_bundle(parts: AsyncIterator[bytes], out: BinaryIO) -> None:
+    """The bundle part after part (it has no size limit), then a newline."""
+    async for part in parts:
+        out.write(part)
+    out.write(b"\n")
 
 
 def _applied(requested: Requested) -> Requested:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -33,7 +34,16 @@ T0 = 1_795_000_000_000
 DAY_MS = 86_400_000
 
 
-def subject_data() -> SubjectData:
+async def chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+async def stored_bundle(data: SubjectData, request_id: str) -> str:
+    return b"".join([part async for part in data.exports.read(request_id)]).decode()
+
+
+def subject_data(part_bytes: int = 4 * 1024 * 1024) -> SubjectData:
     vault = InMemoryKeyVault(os.urandom(32))
     return SubjectData(
         sessions=InMemorySessionStore(),
@@ -42,14 +52,14 @@ def subject_data() -> SubjectData:
         archive=InMemoryArchiveStore(),
         conversations=InMemoryConversationArchive(),
         idempotency=InMemoryIdempotency(86_400),
-        exports=InMemoryExports(),
+        exports=InMemoryExports(part_bytes),
         vault=vault,
         ledger=InMemoryLedger(os.urandom(32)),
         sealer=Sealer(vault),
     )
 
 
-async def remember(data: SubjectData, subject: str, offset: int) -> None:
+async def remember(data: SubjectData, subject: str, offset: int, text: str = "") -> None:
     """One of everything memlog keeps about a subject, at log offset `offset` and after."""
     env = Envelope(tenant="castle", subject=subject, thread="session", producer="test", occurred_at=T0)
     exchange = Exchange(f"x{offset}", f"{subject} asks", tokens=3, subject=subject)
@@ -60,9 +70,9 @@ async def remember(data: SubjectData, subject: str, offset: int) -> None:
         for key in [ThreadKey.session("castle", subject), ThreadKey.public("castle")]
     ]
     await data.sessions.write(writes, T0)
-    fact = Fact(f"f{offset}", "shared", None, f"{subject} likes tea", "subject", T0, T0)
+    fact = Fact(f"f{offset}", "shared", None, text or f"{subject} likes tea", "subject", T0, T0)
     await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
-    run = RunTraced(env, f"run-{subject}", "ok", T0, T0)
+    run = RunTraced(env, f"run-{subject}" + (f"-{offset}" if offset else ""), "ok", T0, T0)
     await data.traces.append([trace_document(run, Redactor.build(), 7)])
     record = {"question": f"{subject} asks"}
     await data.archive.append(
@@ -71,7 +81,7 @@ async def remember(data: SubjectData, subject: str, offset: int) -> None:
     question = QuestionAsked(env, f"x{offset}", f"{subject} asks")
     await data.conversations.apply(plan_archive([(question, Position("threads", 0, offset))]))
     await data.idempotency.reserve("castle", "session", subject, f"k{offset}", subject)
-    await data.exports.put(f"old-export-{subject}", "castle", subject, "{}")
+    await data.exports.put(f"old-export-{subject}", "castle", subject, chunks(b"{}"))
     await data.vault.key_for_write("castle", subject)
 
 
@@ -129,17 +139,29 @@ async def test_an_export_bundles_what_the_stores_hold_about_the_subject_once() -
     await remember(data, "ann", 0)
     await remember(data, "bob", 10)
     await export(data, "castle", "ann", "exp-1", "op")
-    stored = await data.exports.get("exp-1")
-    assert stored is not None
-    bundle = json.loads(stored["bundle"])
+    text = await stored_bundle(data, "exp-1")
+    bundle = json.loads(text)
     assert [fact["text"] for fact in bundle["facts"]] == ["ann likes tea"]
     assert [line["exchange_id"] for line in bundle["shared_thread_lines"]] == ["x0"]
     assert [run["run_id"] for run in bundle["traces"]] == ["run-ann"]
-    assert "bob" not in stored["bundle"]
+    assert "bob" not in text
+    # written section by section, it is the text json.dumps writes of the whole
+    assert text == json.dumps({**bundle, "exported_at": bundle["exported_at"]}, ensure_ascii=False, sort_keys=True)
     await data.facts.erase_subject("castle", "ann")
     await export(data, "castle", "ann", "exp-1", "op")  # redelivered: the bundle is made already
-    again = await data.exports.get("exp-1")
-    assert again is not None and again["bundle"] == stored["bundle"]
+    assert await stored_bundle(data, "exp-1") == text
+
+
+async def test_a_heavy_subjects_bundle_is_stored_in_parts_and_reads_back_whole() -> None:
+    data = subject_data(part_bytes=4096)
+    await remember(data, "ann", 0)
+    for number in range(1, 400):  # facts, archives and traces of some size, and text that is not UTF-8
+        await remember(data, "ann", number, text="é\ud800" + "x" * 50)
+    await export(data, "castle", "ann", "exp-1", "op")
+    stored = await data.exports.get("exp-1")
+    assert stored is not None and stored["parts"] > 10
+    bundle = json.loads(await stored_bundle(data, "exp-1"))
+    assert len(bundle["traces"]) == 400 and bundle["facts"][0]["text"].startswith("é\ud800")
 
 
 @pytest.mark.parametrize("kind", ["erased", "exported"])
