@@ -23,14 +23,8 @@ from dataclasses import replace
 from adapters.summarizers import Summarizer, SummarizerFailed
 from projections.ports import SessionStore
 from projections.position import Position
-from projections.session import (
-    Exchange,
-    Session,
-    ThreadKey,
-    ThreadPolicy,
-    plan_fold,
-    plan_segments,
-)
+from projections.session import Exchange, Session, ThreadKey, ThreadPolicy, plan_fold
+from projections.shared import plan_segments
 from schemas.errors import LogUnavailable, StoreUnavailable, SubjectErasing
 from schemas.events import AUTOMATION_THREAD, SESSION_THREAD, Envelope, ThreadFolded, now_ms
 from streams.metrics import Metrics

@@ -14,15 +14,14 @@ from adapters.summarizers import ExtractiveSummarizer
 from config.settings import Settings
 from projections.sealing import sealed_key_id
 from projections.session import (
-    MAX_SEGMENTS,
     Exchange,
     Segment,
     SessionHead,
     ThreadKey,
     ThreadPolicy,
     apply_event,
-    plan_segments,
 )
+from projections.shared import MAX_SEGMENTS, plan_segments
 from schemas.errors import InvalidEvent
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadFolded, now_ms
 from streams.steps.privacy import erase
