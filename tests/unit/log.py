@@ -13,6 +13,7 @@ from adapters.in_memory import (
     InMemoryCheckpoints,
     InMemoryConversationArchive,
     InMemoryExports,
+    InMemoryFactSlots,
     InMemoryFactStore,
     InMemoryIdempotency,
     InMemoryKeyVault,
@@ -134,6 +135,7 @@ def world(settings: Settings, policy: ThreadPolicy, summarizer: Summarizer | Non
     data = SubjectData(
         sessions=live.sessions,
         facts=InMemoryFactStore(),
+        fact_slots=InMemoryFactSlots(),
         traces=InMemoryTraceStore(),
         archive=live.archive,
         conversations=live.conversations,

@@ -12,6 +12,7 @@ from adapters.in_memory import (
     InMemoryArchiveStore,
     InMemoryConversationArchive,
     InMemoryExports,
+    InMemoryFactSlots,
     InMemoryFactStore,
     InMemoryIdempotency,
     InMemoryKeyVault,
@@ -24,7 +25,7 @@ from projections.facts import Fact, SubjectFacts
 from projections.ports import ArchivedEvent
 from projections.position import Position
 from projections.redaction import Redactor
-from projections.session import Exchange, SessionChange, SessionWrite, ThreadKey
+from projections.session import Exchange, Segment, SessionChange, SessionWrite, ThreadKey
 from projections.traces import trace_document
 from schemas.events import Envelope, QuestionAsked, RunTraced
 from streams.sealer import Sealer
@@ -48,6 +49,7 @@ def subject_data(part_bytes: int = 4 * 1024 * 1024) -> SubjectData:
     return SubjectData(
         sessions=InMemorySessionStore(),
         facts=InMemoryFactStore(),
+        fact_slots=InMemoryFactSlots(),
         traces=InMemoryTraceStore(),
         archive=InMemoryArchiveStore(),
         conversations=InMemoryConversationArchive(),
@@ -69,7 +71,11 @@ async def remember(data: SubjectData, subject: str, offset: int, text: str = "")
         )
         for key in [ThreadKey.session("castle", subject), ThreadKey.public("castle")]
     ]
+    part = Segment(subject, f"{subject} asked before", 3, T0)
+    fold = SessionChange(None, False, 3, T0, T0 + DAY_MS, segment=part)
+    writes.append(SessionWrite(Position("threads", 0, offset + 1), ThreadKey.public("castle"), fold))
     await data.sessions.write(writes, T0)
+    await data.fact_slots.reserve("castle", subject, f"f{offset}", (), 30)
     fact = Fact(f"f{offset}", "shared", None, text or f"{subject} likes tea", "subject", T0, T0)
     await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
     run = RunTraced(env, f"run-{subject}" + (f"-{offset}" if offset else ""), "ok", T0, T0)
@@ -90,6 +96,7 @@ async def everything_about(data: SubjectData, subject: str) -> list[object]:
     return [
         threads["session"],
         threads["shared_thread_lines"],
+        threads["shared_thread_summaries"],
         await data.facts.export_subject("castle", subject),
         await data.traces.export_subject("castle", subject),
         await data.archive.export_subject("castle", subject),
@@ -108,16 +115,17 @@ async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -
     assert entry["deleted"] == {
         "session_exchanges": 1,
         "shared_thread_lines": 1,
-        "shared_thread_summaries": 0,
+        "shared_thread_summaries": 1,
         "idempotency_keys": 1,
         "facts": 1,
+        "fact_slots": 1,
         "traces": 1,
         "archived_events": 1,
         "conversation_entries": 2,  # the question's entry and its conversation
         "exports": 1,
         "data_keys": 1,
     }
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
     assert await data.vault.keys_by_id([ann_key]) == {}
     assert all(await everything_about(data, "bob"))
 
@@ -129,7 +137,7 @@ async def test_an_erasure_redelivered_repeats_the_deletes_and_keeps_the_first_le
     await remember(data, "ann", 20)  # what a rebuilt namespace would hold again
     again = await erase(data, "castle", "ann", "req-1", "op")
     assert again == first
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
     erased = await data.ledger.erased("castle", "ann")
     assert erased is not None and erased["_id"] == "req-1"
 
