@@ -142,8 +142,9 @@ if part then
 end
 redis.call('HDEL', KEYS[1], 'ask:' .. ARGV[1])
 if (removed > 0 or parts > 0) and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'tokens', -tokens)
-  redis.call('HINCRBY', KEYS[1], 'count', -removed)
+  -- 0 - n, not -n: Lua writes -0 as "-0", which HINCRBY refuses
+  redis.call('HINCRBY', KEYS[1], 'tokens', 0 - tokens)
+  redis.call('HINCRBY', KEYS[1], 'count', 0 - removed)
 end
 return {removed, parts}
 """

@@ -337,6 +337,19 @@ class SessionStoreContract:
         assert public.head.tokens == 5 + 4 and "ann" not in public.render()
         assert (await store.export_subject("castle", "ann"))["shared_thread_summaries"] == []
 
+    async def test_erasing_an_asker_whose_lines_all_folded_into_their_part_removes_the_part(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        public = ThreadKey.public("castle")
+        part = Segment("ann", "ann asks, folded", 3, clock)
+        fold = SessionChange(None, False, 3 - 4, clock, clock + TTL, remove=("p1",), count_delta=-1, segment=part)
+        assert await store.write([SessionWrite(Position("threads", 0, 10), public, fold)], clock) == [True]
+        erased = await store.erase_subject("castle", "ann")
+        assert (erased["shared_thread_lines"], erased["shared_thread_summaries"]) == (1, 1)  # her automation line
+        held = await store.read(public)
+        assert held is not None and held.head.segments == () and (held.head.tokens, held.head.count) == (5, 1)
+
 
 class TestInMemorySessionStore(SessionStoreContract):
     @pytest.fixture
