@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from projections.ports import KeyVault
@@ -11,6 +14,7 @@ from projections.sealing import SealError, needs_seal, open_sealed, seal, sealed
 from schemas.errors import DecodeError, Shredded
 
 Who = tuple[str, str | None]  # (tenant, subject); no subject: the tenant's own key
+_BATCH: ContextVar[int | None] = ContextVar("memlog_sealer_batch", default=None)  # the task's batch, if any
 
 
 class Sealer:
@@ -18,9 +22,11 @@ class Sealer:
 
     Keys are cached for `cache_seconds`, for writing and for reading, so a short outage of the
     vault's MongoDB does not stop writes of active subjects. The process that erases a subject
-    forgets its keys at once (`forget`); any other process within that bound, so an exchange
-    written there in the seconds after an erasure can still be sealed with the erased key, and is
-    then skipped like everything else of the erased subject.
+    forgets its keys at once (`forget`) and waits for its projection batches that began before
+    (`batch`, `settled`), since they may hold events opened with the erased key; any other process
+    stops using the key within `cache_seconds`, so an exchange written there in the seconds after an
+    erasure can still be sealed with the erased key, and is then skipped like everything else of the
+    erased subject.
     """
 
     def __init__(self, vault: KeyVault, cache_seconds: float = 5.0) -> None:
@@ -28,6 +34,10 @@ class Sealer:
         self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[bytes, float]] = {}
         self._writing: dict[Who, tuple[str, bytes, float]] = {}
+        self._epoch = 0  # moves on with every `forget`
+        self._next_batch = 0
+        self._batches: dict[int, int] = {}  # projection batches in flight: token -> the epoch they began in
+        self._changed = asyncio.Condition()
 
     async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
         """The (key id, data key) that seals events about `subject` (None: the tenant's own key), made
@@ -101,7 +111,35 @@ class Sealer:
                 out.append(DecodeError(str(exc)))  # tampered or mislabelled: poison, not erased
         return out
 
-    def forget(self) -> None:
-        """Drop every cached key (after an erasure in this process)."""
+    def forget(self) -> int:
+        """Drop every cached key (an erasure in this process has begun); returns the epoch to settle:
+        `settled(epoch)` waits for every batch that began before this call."""
         self._cache.clear()
         self._writing.clear()
+        self._epoch += 1
+        return self._epoch - 1
+
+    @contextlib.asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """A projection's batch, from opening its records to writing them: an erasure waits for those
+        that began before it (`settled`), since they may hold records opened with the erased key."""
+        self._next_batch += 1
+        token = self._next_batch
+        self._batches[token] = self._epoch
+        reset = _BATCH.set(token)
+        try:
+            yield
+        finally:
+            _BATCH.reset(reset)
+            del self._batches[token]
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def settled(self, epoch: int) -> None:
+        """Return once every batch of this process that began in `epoch` or before has ended (but the
+        caller's own)."""
+        mine = _BATCH.get()
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: not any(began <= epoch for token, began in self._batches.items() if token != mine)
+            )

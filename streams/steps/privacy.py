@@ -99,7 +99,7 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     namespace rebuilt meanwhile) repeats the deletes, and the ledger keeps its first entry.
     Returns the ledger entry."""
     await data.vault.begin_erasure(tenant, subject)
-    data.sealer.forget()
+    began = data.sealer.forget()
     deleted = await erase_in(data, tenant, subject)
     elsewhere = {}
     for namespace, stores in (await data.others() if data.others is not None else {}).items():
@@ -107,6 +107,12 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     deleted["exports"] = await data.exports.erase_subject(tenant, subject)
     deleted["data_keys"] = await data.vault.delete(tenant, subject)
     data.sealer.forget()
+    # a projection batch of this process that opened the subject's events before their key stopped
+    # being served may write them after the deletes above (into this namespace, the one it writes):
+    # once those batches are done, delete again
+    await data.sealer.settled(began)
+    for name, count in (await erase_in(data, tenant, subject)).items():
+        deleted[name] += count
     await data.ledger.record(
         "erased",
         entry_id=request_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
@@ -181,3 +182,32 @@ async def test_each_request_is_recorded_in_the_ledger(kind: str) -> None:
     else:
         await export(data, "castle", "ann", "req-1", "op")
     assert [e["kind"] for e in await data.ledger.entries(tenant="castle", subject="ann")] == [kind]
+
+
+async def test_what_a_projection_opened_before_the_erasure_and_writes_after_it_is_deleted_too() -> None:
+    """A batch that opened the subject's records with their key, then wrote them after the deletes."""
+    data = subject_data()
+    await remember(data, "ann", 0)
+    opened, write_now = asyncio.Event(), asyncio.Event()
+    late = Exchange("x9", "ann asks late", tokens=3)
+
+    async def projection_batch() -> None:
+        async with data.sealer.batch():
+            opened.set()
+            await write_now.wait()
+            change = SessionChange(late, False, 3, T0, T0 + DAY_MS, count_delta=1)
+            await data.sessions.write(
+                [SessionWrite(Position("threads", 0, 50), ThreadKey.session("castle", "ann"), change)], T0
+            )
+
+    batch = asyncio.create_task(projection_batch())
+    await opened.wait()
+    erasing = asyncio.create_task(erase(data, "castle", "ann", "req-1", "op"))
+    await asyncio.sleep(0.05)
+    assert not erasing.done()  # everything is deleted, and the erasure waits for the batch
+    assert await data.sessions.read(ThreadKey.session("castle", "ann")) is None
+    write_now.set()
+    await batch
+    entry = await erasing
+    assert await data.sessions.read(ThreadKey.session("castle", "ann")) is None
+    assert entry["deleted"]["session_exchanges"] == 2  # the first delete's, and the late write's
