@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import uuid
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
@@ -19,8 +20,8 @@ from adapters.mongo_store import mongo_errors
 from projections import namespaces
 from projections.namespaces import NamespaceEntry
 from projections.ports import Clock, utc_now
-from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
-from schemas.errors import Conflict, StoreUnavailable, SubjectErasing
+from projections.sealing import new_data_key, subject_digest, subject_ref, tenant_ref, unwrap_key, wrap_key
+from schemas.errors import Conflict, NotFound, StoreUnavailable, SubjectErasing
 
 ACTIVE = "active"
 ERASING = "erasing"
@@ -43,9 +44,10 @@ class MongoKeyVault:
         with mongo_errors():
             await self._keys.create_index("key_id", unique=True, name="by_key_id")
 
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
-        """The subject's current data key, made on first use. Refused while the subject is being erased."""
-        ref = subject_ref(tenant, subject)
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
+        """The subject's current data key (the tenant's without one), made on first use. Refused while
+        the subject is being erased."""
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
         with mongo_errors():
             doc = await self._keys.find_one({"_id": ref})
             if doc is None:
@@ -71,7 +73,17 @@ class MongoKeyVault:
             if doc is None:
                 raise StoreUnavailable(f"key vault: the key of {ref} vanished while it was being made")
         if doc["state"] != ACTIVE:
-            raise SubjectErasing(tenant, subject)
+            raise SubjectErasing(tenant, subject or "")
+        return str(doc["key_id"]), self._unwrap(doc)
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
+        with mongo_errors():
+            doc = await self._keys.find_one({"_id": ref})
+        if doc is None:
+            return None
+        if doc["state"] != ACTIVE:
+            raise SubjectErasing(tenant, subject or "")
         return str(doc["key_id"]), self._unwrap(doc)
 
     def _unwrap(self, doc: dict[str, Any]) -> bytes:
@@ -168,40 +180,91 @@ class MongoLedger:
         return found[0] if found else None
 
 
-class MongoExports:
-    """Export bundles by request id, kept a day (TTL index), and deleted with the subject."""
+# MongoDB refuses a document past 16 MiB (BSON's limit). A bundle goes in parts of at most 4 MiB, so a
+# part and its few fields stay far below it whatever the bundle's size.
+PART_BYTES = 4 * 1024 * 1024
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], keep_seconds: int = 86_400) -> None:
+
+class MongoExports:
+    """Export bundles by request id, kept a day (TTL indexes) and deleted with the subject.
+
+    `exports` holds one small document per whole bundle; `export_parts` its bytes in parts of at most
+    `part_bytes`, written before that document, so a bundle is read only once it is all there.
+
+    Args:
+        database: the privacy database.
+        keep_seconds: how long a bundle is kept.
+        part_bytes: the most bytes one part document holds.
+    """
+
+    def __init__(
+        self, database: AsyncDatabase[dict[str, Any]], keep_seconds: int = 86_400, part_bytes: int = PART_BYTES
+    ) -> None:
         self._exports = database["exports"]
+        self._parts = database["export_parts"]
         self._keep = keep_seconds
+        self._part_bytes = part_bytes
 
     async def prepare(self) -> None:
         with mongo_errors():
             await self._exports.create_index("expires", expireAfterSeconds=0, name="kept_until")
+            await self._exports.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+            await self._parts.create_index("expires", expireAfterSeconds=0, name="kept_until")
+            await self._parts.create_index([("request_id", ASCENDING), ("n", ASCENDING)], name="by_part", unique=True)
+            await self._parts.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
 
-    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
+    async def put(self, request_id: str, tenant: str, subject: str, chunks: AsyncIterable[bytes]) -> int:
         now = dt.datetime.now(dt.UTC)
+        expires = now + dt.timedelta(seconds=self._keep)
         with mongo_errors():
-            await self._exports.replace_one(
-                {"_id": request_id},
-                {
-                    "tenant": tenant,
-                    "subject": subject,
-                    "bundle": bundle,
-                    "created_at": now,
-                    "expires": now + dt.timedelta(seconds=self._keep),
-                },
-                upsert=True,
-            )
+            await self._exports.delete_one({"_id": request_id})
+            await self._parts.delete_many({"request_id": request_id})
+        pending = bytearray()
+        size = parts = 0
+
+        async def flush(data: bytes) -> None:
+            nonlocal parts
+            part = {"request_id": request_id, "n": parts, "tenant": tenant, "subject": subject, "data": data}
+            with mongo_errors():
+                await self._parts.insert_one({**part, "expires": expires})
+            parts += 1
+
+        async for chunk in chunks:
+            pending += chunk
+            size += len(chunk)
+            while len(pending) >= self._part_bytes:
+                await flush(bytes(pending[: self._part_bytes]))
+                del pending[: self._part_bytes]
+        if pending or not parts:
+            await flush(bytes(pending))
+        whole = {"tenant": tenant, "subject": subject, "parts": parts, "size": size, "created_at": now}
+        with mongo_errors():
+            await self._exports.replace_one({"_id": request_id}, {**whole, "expires": expires}, upsert=True)
+        return size
 
     async def get(self, request_id: str) -> dict[str, Any] | None:
         with mongo_errors():
             return await self._exports.find_one({"_id": request_id})
 
+    async def read(self, request_id: str) -> AsyncIterator[bytes]:
+        whole = await self.get(request_id)
+        if whole is None:
+            return
+        for number in range(int(whole["parts"])):
+            with mongo_errors():
+                part = await self._parts.find_one({"request_id": request_id, "n": number})
+            if part is None:
+                raise NotFound(f"export {request_id} was erased or expired while it was read")
+            yield bytes(part["data"])
+
     async def erase_subject(self, tenant: str, subject: str) -> int:
+        who = {"tenant": tenant, "subject": subject}
         with mongo_errors():
-            result = await self._exports.delete_many({"tenant": tenant, "subject": subject})
-        return int(result.deleted_count)
+            bundles = {str(doc["_id"]) async for doc in self._exports.find(who, {"_id": 1})}
+            bundles |= {str(doc["request_id"]) async for doc in self._parts.find({**who, "n": 0}, {"request_id": 1})}
+            await self._exports.delete_many(who)
+            await self._parts.delete_many(who)
+        return len(bundles)
 
 
 class MongoNamespacePointer:

@@ -19,7 +19,16 @@ from redis.exceptions import (
 )
 
 from projections.position import Position
-from projections.session import Exchange, Loaded, Session, SessionHead, SessionWrite, ThreadKey, subject_threads
+from projections.session import (
+    Exchange,
+    Loaded,
+    Segment,
+    Session,
+    SessionHead,
+    SessionWrite,
+    ThreadKey,
+    subject_threads,
+)
 from schemas.errors import StoreRefused, StoreUnavailable
 from schemas.events import SESSION_THREAD
 
@@ -27,9 +36,13 @@ from schemas.events import SESSION_THREAD
 # ARGV: now ms, then a JSON array of the thread's changes in log order, each an array of strings:
 #   offset, exchange id ('' for none), exchange JSON, token delta, last question ms, expires-at ms,
 #   reset ('1'/'0'), summary flag ('1' when the summary changes), summary, summary tokens, count delta,
-#   and an array of the ids of exchanges to remove.
-# Each change applies atomically with its position, and only past the thread's position; one reply per
-# change: 1 applied (or expired, so not written), 0 applied already. One call per thread and batch.
+#   an array of the ids of exchanges to remove, the asker of a shared thread's line ('' for none), the
+#   head field of a shared thread's summary part ('' for none) and its JSON ('' drops it);
+#   then '1' for a shared thread.
+# Each change applies atomically with its position, and only past the thread's position. Replies: one
+# flag per change (1 applied, or expired so not written; 0 applied already), and for a shared thread
+# its expiry (PEXPIRETIME) and everyone who has had lines in it (head fields `ask:<subject>`), whose
+# lines indexes must live as long as it does. One call per thread and batch.
 _WRITE_THREAD = """
 local now = tonumber(ARGV[1])
 local changes = cjson.decode(ARGV[2])
@@ -60,6 +73,16 @@ for n = 1, #changes do
       if c[8] == '1' then
         redis.call('HSET', KEYS[1], 'summary', c[9], 'stokens', c[10])
       end
+      if c[14] ~= '' then
+        if c[15] == '' then
+          redis.call('HDEL', KEYS[1], c[14])
+        else
+          redis.call('HSET', KEYS[1], c[14], c[15])
+        end
+      end
+      if c[13] ~= '' then
+        redis.call('HSET', KEYS[1], 'ask:' .. c[13], '1')
+      end
       redis.call('HINCRBY', KEYS[1], 'tokens', c[4])
       redis.call('HINCRBY', KEYS[1], 'count', c[11])
       redis.call('HSET', KEYS[1], 'pos', c[1], 'last_q', c[5])
@@ -72,7 +95,16 @@ if expire_at then
     redis.call('PEXPIREAT', KEYS[i], expire_at)
   end
 end
-return replies
+if ARGV[3] ~= '1' then
+  return {replies, -2, {}}
+end
+local askers = {}
+for _, name in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(name, 1, 4) == 'ask:' then
+    askers[#askers + 1] = string.sub(name, 5)
+  end
+end
+return {replies, redis.call('PEXPIRETIME', KEYS[1]), askers}
 """
 
 # KEYS: checkpoints; ARGV: partition, offset
@@ -85,7 +117,8 @@ return 1
 """
 
 
-# KEYS: head, exchanges, order; ARGV: subject. Removes the subject's exchanges from a shared thread.
+# KEYS: head, exchanges, order; ARGV: subject. Removes the subject's exchanges and their part of the
+# summary from a shared thread; replies {lines, parts} removed.
 _ERASE_LINES = """
 local removed = 0
 local tokens = 0
@@ -99,11 +132,21 @@ for i = 1, #all, 2 do
     tokens = tokens + (tonumber(ex['tokens']) or 0)
   end
 end
-if removed > 0 and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'tokens', -tokens)
-  redis.call('HINCRBY', KEYS[1], 'count', -removed)
+local parts = 0
+local part = redis.call('HGET', KEYS[1], 'seg:' .. ARGV[1])
+if part then
+  local ok, seg = pcall(cjson.decode, part)
+  tokens = tokens + ((ok and tonumber(seg['tokens'])) or 0)
+  redis.call('HDEL', KEYS[1], 'seg:' .. ARGV[1])
+  parts = 1
 end
-return removed
+redis.call('HDEL', KEYS[1], 'ask:' .. ARGV[1])
+if (removed > 0 or parts > 0) and redis.call('EXISTS', KEYS[1]) == 1 then
+  -- 0 - n, not -n: Lua writes -0 as "-0", which HINCRBY refuses
+  redis.call('HINCRBY', KEYS[1], 'tokens', 0 - tokens)
+  redis.call('HINCRBY', KEYS[1], 'count', 0 - removed)
+end
+return {removed, parts}
 """
 
 
@@ -151,8 +194,13 @@ def thread_base(prefix: str, key: ThreadKey) -> str:
 
 
 def lines_index(prefix: str, tenant: str, subject: str) -> str:
-    """The shared threads (public, automation) a subject has lines in: a sorted set scored by expiry."""
+    """The shared threads (public, automation) a subject has lines (or a part of the summary) in: a
+    sorted set scored by the threads' expiry, itself kept as long as the longest-lived of them."""
     return f"{prefix}:{{lines:{_part(tenant)}:{_part(subject)}}}"
+
+
+SEGMENT_FIELD = "seg:"  # + the asker: a shared thread's summary part, in its head (no asker: "seg:" alone)
+ASKER_FIELD = "ask:"  # + the subject: someone who has had lines in a shared thread, in its head
 
 
 class RedisSessionStore:
@@ -218,25 +266,47 @@ class RedisSessionStore:
             newest[mark] = max(newest.get(mark, -1), position.offset)
             if write.key is not None and write.change is not None:
                 by_thread.setdefault(write.key, []).append(index)
+        shared = any(key.thread != SESSION_THREAD for key in by_thread)
         with redis_errors():
             async with self._redis.pipeline(transaction=False) as pipe:
                 for key, indexes in by_thread.items():
                     changes = json.dumps(
                         [_change_args(writes[index]) for index in indexes], separators=(",", ":"), ensure_ascii=False
                     )
-                    await self._write_thread(keys=list(self._keys(key)), args=[now_ms, changes], client=pipe)
-                for (tenant, subject), threads in _shared_lines(writes, now_ms).items():
-                    lines_key = lines_index(self._prefix, tenant, subject)
-                    pipe.zadd(lines_key, threads, gt=True)
-                    pipe.pexpireat(lines_key, max(threads.values()), gt=True)
-                for (topic, partition), offset in newest.items():
-                    await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset], client=pipe)
+                    flag = "0" if key.thread == SESSION_THREAD else "1"
+                    await self._write_thread(keys=list(self._keys(key)), args=[now_ms, changes, flag], client=pipe)
+                if not shared:
+                    await self._advance_all(pipe, newest)
                 replies = await pipe.execute()
+            if shared:
+                # a second round trip: the lines indexes of everyone in a shared thread follow its expiry,
+                # which the writes may have moved; the checkpoints move only after them
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for key, reply in zip(by_thread, replies[: len(by_thread)], strict=True):
+                        if key.thread != SESSION_THREAD:
+                            self._keep_indexes(pipe, key, int(reply[1]), [_text(name) for name in reply[2]])
+                    await self._advance_all(pipe, newest)
+                    await pipe.execute()
         applied = [True] * len(writes)
         for indexes, reply in zip(by_thread.values(), replies[: len(by_thread)], strict=True):
-            for index, flag in zip(indexes, reply, strict=True):
+            for index, flag in zip(indexes, reply[0], strict=True):
                 applied[index] = bool(flag)
         return applied
+
+    async def _advance_all(self, pipe: Any, newest: dict[tuple[str, int], int]) -> None:
+        for (topic, partition), offset in newest.items():
+            await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset], client=pipe)
+
+    def _keep_indexes(self, pipe: Any, key: ThreadKey, expires_at: int, askers: list[str]) -> None:
+        """Each asker's lines index names the thread and lives at least until the thread expires."""
+        if expires_at < 0:
+            return  # the thread is gone (or, never here, kept for good)
+        member = json.dumps([key.thread, key.owner], ensure_ascii=False)
+        for subject in askers:
+            index = lines_index(self._prefix, key.tenant, subject)
+            pipe.zadd(index, {member: expires_at}, gt=True)
+            pipe.pexpireat(index, expires_at, nx=True)  # GT alone never sets an expiry on a key without one
+            pipe.pexpireat(index, expires_at, gt=True)
 
     async def read(self, key: ThreadKey) -> Session | None:
         head_key, ex_key, order_key = self._keys(key)
@@ -270,11 +340,12 @@ class RedisSessionStore:
         with redis_errors():
             exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
             await self._redis.delete(*session)
-            lines = 0
+            lines = parts = 0
             for key in await self._shared_threads(tenant, subject):
-                lines += int(await self._erase_lines(keys=list(self._keys(key)), args=[subject]))
+                removed, part = await self._erase_lines(keys=list(self._keys(key)), args=[subject])
+                lines, parts = lines + int(removed), parts + int(part)
             await self._redis.delete(lines_index(self._prefix, tenant, subject))
-        return {"session_exchanges": exchanges, "shared_thread_lines": lines}
+        return {"session_exchanges": exchanges, "shared_thread_lines": lines, "shared_thread_summaries": parts}
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
         session = await self.read(ThreadKey.session(tenant, subject))
@@ -290,6 +361,12 @@ def _change_args(write: SessionWrite) -> list[Any]:
     change = write.change
     assert change is not None
     exchange = change.exchange
+    segment = change.segment
+    segment_field = segment_value = ""
+    if segment is not None:
+        segment_field = SEGMENT_FIELD + (segment.asker or "")
+        if segment.text:
+            segment_value = json.dumps({"text": segment.text, "tokens": segment.tokens, "at": segment.at})
     return [
         str(write.position.offset),
         exchange.exchange_id if exchange else "",
@@ -303,31 +380,27 @@ def _change_args(write: SessionWrite) -> list[Any]:
         str(change.summary_tokens),
         str(change.count_delta),
         list(change.remove),
+        (exchange.subject or "") if exchange is not None and write.key and write.key.thread != SESSION_THREAD else "",
+        segment_field,
+        segment_value,
     ]
-
-
-def _shared_lines(writes: list[SessionWrite], now_ms: int) -> dict[tuple[str, str], dict[str, int]]:
-    """Per (tenant, subject), the shared threads a batch gives them lines in, with the threads' expiry."""
-    found: dict[tuple[str, str], dict[str, int]] = {}
-    for write in writes:
-        change, key = write.change, write.key
-        if key is None or change is None or key.thread == SESSION_THREAD or change.expires_at <= now_ms:
-            continue
-        if change.exchange is not None and change.exchange.subject is not None:
-            member = json.dumps([key.thread, key.owner], ensure_ascii=False)
-            threads = found.setdefault((key.tenant, change.exchange.subject), {})
-            threads[member] = max(threads.get(member, 0), change.expires_at)
-    return found
 
 
 def _head(raw: dict[Any, Any]) -> SessionHead:
     fields = {_text(k): _text(v) for k, v in raw.items()}
+    segments = []
+    for name, value in fields.items():
+        if name.startswith(SEGMENT_FIELD):
+            part = json.loads(value)
+            asker = name[len(SEGMENT_FIELD) :] or None
+            segments.append(Segment(asker, str(part["text"]), int(part["tokens"]), int(part["at"])))
     return SessionHead(
         last_question_at=int(fields.get("last_q", 0)),
         tokens=int(fields.get("tokens", 0)),
         summary=fields.get("summary", ""),
         summary_tokens=int(fields.get("stokens", 0)),
         count=int(fields.get("count", 0)),
+        segments=tuple(sorted(segments, key=Segment.order)),
     )
 
 

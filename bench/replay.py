@@ -58,7 +58,7 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
         def encode(event: object) -> bytes:
             record = to_record(event)  # type: ignore[arg-type]
             name = event.TYPE  # type: ignore[attr-defined]
-            if needs_seal(name, record):
+            if needs_seal(name):
                 key_id, key = keys[record["envelope"]["subject"]]
                 record = seal(name, record, key_id, key)
             return services.codec.encode(name, record)

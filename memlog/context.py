@@ -118,7 +118,7 @@ class ContextReads:
             subject=key.owner if key.thread == SESSION_THREAD else None,
             thread=key.thread,
             owner=key.owner,
-            summary=head.summary,
+            summary=head.summary_text,  # a shared thread's: its askers' parts
             exchanges=[exchange.view() for exchange in session.exchanges],
             tokens=head.tokens,
             fold_at_tokens=self._policy.fold_tokens,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ class Requested:
     position: Position  # what the worker's privacy step must reach
     done: bool  # False: the worker has not applied it within the wait; ask the ledger later
     ledger: dict[str, Any] | None = None  # an erasure's ledger entry, once done
-    bundle: str | None = None  # an export's JSON bundle, once done
+    bundle: AsyncIterator[bytes] | None = None  # an export's JSON bundle, part after part, once done
 
 
 def ledger_view(entry: dict[str, Any]) -> dict[str, Any]:
@@ -78,18 +79,17 @@ class SubjectRequests:
         request_id, position = await self._request("export", tenant, subject, requested_by, None)
         if not await self._positions.reached(position, self._wait if wait is None else wait):
             return Requested(request_id, position, done=False)
-        stored = await self._exports.get(request_id)
-        if stored is None:
+        if await self._exports.get(request_id) is None:
             raise NotCaughtUp(f"export {request_id} was applied but its bundle is gone")
-        return Requested(request_id, position, done=True, bundle=stored["bundle"])
+        return Requested(request_id, position, done=True, bundle=self._exports.read(request_id))
 
-    async def bundle(self, tenant: str, request_id: str) -> str | None:
-        """An export's bundle; None once it has expired (a day), or when it is another tenant's."""
+    async def bundle(self, tenant: str, request_id: str) -> AsyncIterator[bytes] | None:
+        """An export's bundle (JSON, part after part, however large); None once it has expired (a day),
+        or when it is another tenant's."""
         stored = await self._exports.get(request_id)
         if stored is None or stored["tenant"] != tenant:
             return None
-        bundle: str = stored["bundle"]
-        return bundle
+        return self._exports.read(request_id)
 
     async def ledger(self, *, tenant: str | None, subject: str | None, limit: int) -> list[dict[str, Any]]:
         """Operator requests and what they did (erasure counts, never content)."""

@@ -351,10 +351,13 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
         text, entry_id, role, original = event.answer, f"{event.exchange_id}.a", "answer", event.original
         exchange_id = event.exchange_id
     elif isinstance(event, ThreadFolded):
+        if event.segment and not event.summary:
+            return None  # an asker's part of a shared thread's summary dropped: nothing to keep
         # 004: "The stored compaction summary is a debug entry marked entersPrompt: false"
         text, entry_id, role, exchange_id, enters_prompt = (
             event.summary,
-            f"fold.{event.fold_id}",
+            # a shared thread's fold is one part per asker, all of one fold id
+            f"fold.{event.fold_id}.{position.offset}" if event.segment else f"fold.{event.fold_id}",
             "summary",
             None,
             False,
@@ -379,6 +382,31 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
     )
 
 
+def archived_form(event: ThreadEvent) -> ThreadEvent | None:
+    """The event as the archives keep it; None when they keep nothing of it.
+
+    Seed 000: the public thread "keeps the answers but not the tool results, which only the asker may
+    see". Its archive is read by anyone with the tenant's credential, so a public tool call is never
+    archived, and a public question's original (the request as received) is dropped when the request
+    carried tool calls.
+    """
+    if event.envelope.thread != PUBLIC_THREAD:
+        return event
+    if isinstance(event, ToolCalled):
+        return None
+    if isinstance(event, QuestionAsked) and event.original is not None and _carries_tool_calls(event.original):
+        return replace(event, original=None)
+    return event
+
+
+def _carries_tool_calls(original: str) -> bool:
+    try:
+        body = json.loads(original)
+    except (ValueError, RecursionError):
+        return True  # not the JSON it should be: withheld rather than read wrongly
+    return not isinstance(body, dict) or bool(body.get("tool_calls"))
+
+
 def plan_archive(
     events: Sequence[tuple[ThreadEvent, Position]], *, fork_entries: int = FORK_ENTRIES
 ) -> list[ArchiveOp]:
@@ -391,7 +419,10 @@ def plan_archive(
             ops.append(InsertEntries(tuple(pending)))
             pending.clear()
 
-    for event, position in events:
+    for logged, position in events:
+        event = archived_form(logged)
+        if event is None:
+            continue
         ref = conversation_ref(event)
         at = position.offset
         if isinstance(event, QuestionAsked | ToolCalled | AnswerGiven):
@@ -401,8 +432,11 @@ def plan_archive(
             continue
         flush()
         if isinstance(event, ThreadFolded):
-            # 004: compaction "saves the full previous generation first", then adds its summary
-            ops.append(ArchiveGeneration(ref, f"compact@{at}", "compact", at, tuple(event.covers)))
+            # 004: compaction "saves the full previous generation first", then adds its summary; the
+            # parts of one fold of a shared thread make one generation, named by their fold id
+            archive_id = f"compact:{event.fold_id}" if event.segment else f"compact@{at}"
+            if event.covers:
+                ops.append(ArchiveGeneration(ref, archive_id, "compact", at, tuple(event.covers)))
             summary = entry_of(event, position)
             if summary is not None:
                 pending.append(summary)

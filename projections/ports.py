@@ -9,7 +9,7 @@ that position is newer than what the key already holds, so redelivery and replay
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -83,15 +83,17 @@ class SessionStore(Checkpoints, Protocol):
     async def drop(self, key: ThreadKey) -> None: ...
 
     async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
-        """The subject's session, and their lines on the tenant's public and automation threads.
+        """The subject's session, and their lines and their parts of the summaries on the tenant's public
+        and automation threads.
 
-        Returns the counts: `session_exchanges` and `shared_thread_lines`.
+        Returns the counts: `session_exchanges`, `shared_thread_lines` and `shared_thread_summaries`.
         """
         ...
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
-        """`session` (its summary and exchanges, None when there is none) and `shared_thread_lines`
-        (the subject's exchanges on shared threads, each with its `thread` and `agent`), as plain data."""
+        """`session` (its summary and exchanges, None when there is none), `shared_thread_lines` (the
+        subject's exchanges on shared threads, each with its `thread` and `agent`) and
+        `shared_thread_summaries` (their parts of those threads' summaries), as plain data."""
         ...
 
 
@@ -318,9 +320,15 @@ class KeyVault(Protocol):
     event sealed with it. A stored key that does not unwrap with this vault's master key raises
     projections.sealing.SealError."""
 
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
         """The subject's (key id, data key), made on first use. Raises SubjectErasing while the subject
-        is being erased."""
+        is being erased. Without a subject: the tenant's own key, which seals events about no subject
+        (runs without one) and is never erased with a subject."""
+        ...
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        """`key_for_write`'s key without making one: None when there is none (never written, or erased).
+        Raises SubjectErasing while the subject is being erased."""
         ...
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
@@ -361,17 +369,28 @@ class Ledger(Protocol):
 
 
 class Exports(Protocol):
-    """Export bundles by request id, kept a while and deleted with their subject."""
+    """Export bundles by request id, kept a while and deleted with their subject.
 
-    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
-        """Store the request's bundle, replacing one stored under that id."""
+    A bundle has no size limit: it is stored and read back in parts, never as one document (MongoDB
+    refuses one past 16 MiB), so a heavy subject's export neither fails nor stalls the erasures after it.
+    """
+
+    async def put(self, request_id: str, tenant: str, subject: str, chunks: AsyncIterable[bytes]) -> int:
+        """Store the request's bundle, the concatenation of `chunks` (UTF-8 JSON, any sizes), replacing
+        one stored under that id; it can be read once every part is in. Returns its size in bytes."""
         ...
 
     async def get(self, request_id: str) -> dict[str, Any] | None:
-        """`tenant`, `subject`, `bundle` (JSON text) and `created_at`; None when there is none."""
+        """`tenant`, `subject`, `size` (bytes) and `created_at` of a whole stored bundle; None when there is none."""
         ...
 
-    async def erase_subject(self, tenant: str, subject: str) -> int: ...
+    def read(self, request_id: str) -> AsyncIterator[bytes]:
+        """The bundle's bytes, part after part; nothing when there is none."""
+        ...
+
+    async def erase_subject(self, tenant: str, subject: str) -> int:
+        """The subject's bundles, whole or partly stored; how many."""
+        ...
 
 
 class NamespacePointer(Protocol):

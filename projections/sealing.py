@@ -1,8 +1,9 @@
 """Crypto-shredding, the pure part: which fields of an event are personal, and sealing them.
 
-A subject event's personal fields (questions, answers, tool arguments and results, fact texts,
-trace prompts and outputs) travel encrypted with the subject's data key (AES-256-GCM). The
-envelope's routing fields stay clear. Sealing moves the personal values out of the record into
+An event's personal fields (questions, answers, tool arguments and results, summaries, fact texts,
+trace prompts and outputs) travel encrypted (AES-256-GCM) with the data key of its subject, or of
+its tenant when it is about no subject (a run without a subject): nothing personal is ever in clear
+on a topic. The envelope's routing fields stay clear. Sealing moves the personal values out of the record into
 one ciphertext in `envelope.sealed`, leaving empty placeholders; opening puts them back. Once the
 data key is deleted, the values cannot be read back by anyone: replay included.
 
@@ -51,9 +52,9 @@ class SealedBox:
         return {"key_id": self.key_id, "nonce": self.nonce, "ciphertext": self.ciphertext}
 
 
-def needs_seal(full_name: str, record: dict[str, Any]) -> bool:
-    """Subject events with personal fields are sealed; tenant-wide events (no subject) are not."""
-    return full_name in PERSONAL and record["envelope"].get("subject") is not None
+def needs_seal(full_name: str) -> bool:
+    """Every event with personal fields is sealed: under its subject's key, or its tenant's without a subject."""
+    return full_name in PERSONAL
 
 
 @functools.cache
@@ -160,6 +161,12 @@ def subject_ref(tenant: str, subject: str) -> str:
     """One subject's name in the key vault and the ledger."""
     # The tenant's length keeps "a:b" + "c" apart from "a" + "b:c".
     return f"{len(tenant)}:{tenant}:{subject}"
+
+
+def tenant_ref(tenant: str) -> str:
+    """The tenant's own key in the key vault (events about no subject). The length prefix makes it
+    shorter than, so never equal to, any subject's `subject_ref` of the same tenant."""
+    return f"{len(tenant)}:{tenant}"
 
 
 def subject_digest(master: bytes, tenant: str, subject: str) -> str:

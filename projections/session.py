@@ -170,14 +170,39 @@ class Exchange:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """One asker's part of a shared thread's summary: the summary of their own lines alone.
+
+    In the log it is a ThreadFolded about them, sealed under their key, so erasing them removes it
+    from the stores and no replay can bring it back (DESIGN "Shared-thread summaries").
+    """
+
+    asker: str | None  # who asked the lines it sums up; None: lines about no subject (tenant key)
+    text: str  # empty in a change: the asker's part is dropped
+    tokens: int
+    at: int  # occurred_at of the fold that set it: parts render oldest first
+
+    def order(self) -> tuple[int, str]:
+        return (self.at, self.asker or "")
+
+
+@dataclass(frozen=True)
 class SessionHead:
     """What a thread holds besides its exchanges."""
 
     last_question_at: int = 0
-    tokens: int = 0  # exchanges' tokens plus the summary's
-    summary: str = ""
+    tokens: int = 0  # exchanges' tokens plus the summary's (and its segments')
+    summary: str = ""  # the session's summary; on a shared thread, only one folded before segments existed
     summary_tokens: int = 0
     count: int = 0  # exchanges held
+    segments: tuple[Segment, ...] = ()  # a shared thread's summary, per asker, oldest first
+
+    @property
+    def summary_text(self) -> str:
+        """The summary as the model reads it: a shared thread's segments one after another."""
+        if not self.segments:
+            return self.summary
+        return "\n".join([self.summary] * bool(self.summary) + [segment.text for segment in self.segments])
 
 
 @dataclass(frozen=True)
@@ -187,7 +212,8 @@ class Session:
 
     def render(self) -> str:
         """The context as one text. Between folds it only grows at the end (prompt caches keep it)."""
-        text = f"Summary of the earlier conversation:\n{self.head.summary}\n\n" if self.head.summary else ""
+        summary = self.head.summary_text
+        text = f"Summary of the earlier conversation:\n{summary}\n\n" if summary else ""
         return text + "".join(exchange.render() for exchange in self.exchanges)
 
 
@@ -204,6 +230,7 @@ class SessionChange:
     summary: str | None = None  # the new summary, when it changes
     summary_tokens: int = 0
     count_delta: int = 0
+    segment: Segment | None = None  # a shared thread's asker's part of the summary, set (or dropped: empty text)
 
 
 def _expired(head: SessionHead | None, ttl_ms: int, at: int) -> bool:
@@ -301,6 +328,8 @@ def _apply_fold(
     present = [exchange for exchange in folded if exchange is not None]
     if len(present) != len(folded):
         return None  # applied already, or the thread was reset since: a fold is all or nothing
+    if event.segment:
+        return _apply_segment(head, event, present, ttl_ms, count_tokens)
     summary_tokens = count_tokens(event.summary) if event.summary else 0
     return SessionChange(
         exchange=None,
@@ -315,6 +344,39 @@ def _apply_fold(
     )
 
 
+def _apply_segment(
+    head: SessionHead, event: ThreadFolded, present: list[Exchange], ttl_ms: int, count_tokens: TokenCounter
+) -> SessionChange | None:
+    """One asker's part of a shared thread's fold: their lines out, their segment in (or out)."""
+    asker = event.envelope.subject
+    if any(exchange.subject != asker for exchange in present):
+        # another's lines in this asker's part would be sealed under the wrong key and outlive
+        # their own erasure: such a segment is refused whole
+        return None
+    held = next((segment for segment in head.segments if segment.asker == asker), None)
+    if not present and held is None:
+        return None  # shortens or drops a part the thread no longer holds (reset or erased since)
+    tokens = count_tokens(event.summary) if event.summary else 0
+    return SessionChange(
+        exchange=None,
+        reset=False,
+        token_delta=tokens - (held.tokens if held else 0) - sum(exchange.tokens for exchange in present),
+        last_question_at=head.last_question_at,
+        expires_at=head.last_question_at + ttl_ms,
+        remove=tuple(event.covers),
+        count_delta=-len(present),
+        segment=Segment(asker, event.summary, tokens, event.envelope.occurred_at),
+    )
+
+
+def with_segment(segments: tuple[Segment, ...], segment: Segment) -> tuple[Segment, ...]:
+    """The parts once `segment` is set (an empty one drops its asker's part), oldest first."""
+    kept = [held for held in segments if held.asker != segment.asker]
+    if segment.text:
+        kept.append(segment)
+    return tuple(sorted(kept, key=Segment.order))
+
+
 def after(head: SessionHead | None, change: SessionChange) -> SessionHead:
     """The head a store holds once it has written the change."""
     base = SessionHead() if change.reset or head is None else head
@@ -324,6 +386,7 @@ def after(head: SessionHead | None, change: SessionChange) -> SessionHead:
         summary=base.summary if change.summary is None else change.summary,
         summary_tokens=base.summary_tokens if change.summary is None else change.summary_tokens,
         count=base.count + change.count_delta,
+        segments=base.segments if change.segment is None else with_segment(base.segments, change.segment),
     )
 
 
@@ -473,12 +536,19 @@ def plan_fold(session: Session, policy: ThreadPolicy) -> list[Exchange]:
 def subject_threads(
     subject: str, session: Session | None, shared: Sequence[tuple[ThreadKey, Session]]
 ) -> dict[str, Any]:
-    """A subject's part of an export: their session, and their lines on the shared threads, as plain data."""
+    """A subject's part of an export: their session, and their lines and their parts of the summaries on
+    the shared threads, as plain data."""
     lines = [
         {"thread": key.thread, "agent": key.owner or None, **json.loads(exchange.to_json())}
         for key, thread in shared
         for exchange in thread.exchanges
         if exchange.subject == subject
+    ]
+    summaries = [
+        {"thread": key.thread, "agent": key.owner or None, "summary": segment.text, "at": segment.at}
+        for key, thread in shared
+        for segment in thread.head.segments
+        if segment.asker == subject
     ]
     return {
         "session": None
@@ -488,4 +558,5 @@ def subject_threads(
             "exchanges": [json.loads(exchange.to_json()) for exchange in session.exchanges],
         },
         "shared_thread_lines": lines,
+        "shared_thread_summaries": summaries,
     }

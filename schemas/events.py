@@ -169,6 +169,13 @@ class AnswerGiven:
 
 @dataclass(frozen=True)
 class ThreadFolded:
+    """A thread's oldest exchanges replaced by a summary.
+
+    On a shared thread (public, automation) a fold is one event per asker, each a `segment`: the
+    summary of that asker's lines alone, about them (`envelope.subject`) and so sealed under their
+    key; erasing them takes their part of the summary away, in the stores and in every replay.
+    """
+
     TYPE: ClassVar[str] = "memlog.ThreadFolded"
     envelope: Envelope
     fold_id: str
@@ -176,10 +183,13 @@ class ThreadFolded:
     covers: tuple[str, ...]
     summarizer: str
     urgent: bool = False
+    segment: bool = False  # v3
 
     def __post_init__(self) -> None:
         check_name("fold_id", self.fold_id)
-        if not self.covers:
+        if self.segment and self.envelope.thread == SESSION_THREAD:
+            raise InvalidEvent("segment", "only a shared (public or automation) thread's summary has segments")
+        if not self.covers and not self.segment:
             raise InvalidEvent("covers", "a fold covers at least one exchange")
         object.__setattr__(self, "covers", tuple(self.covers))  # Avro hands back a list
 

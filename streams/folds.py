@@ -3,6 +3,12 @@
 The fold runs after the answer, in the background, so no reader waits for a model; a replay
 applies the stored summary and never calls one. Only the urgent fold (past 42,000 tokens) runs
 in the context read itself.
+
+A fold is sealed under the keys taken *before* the thread was read (DESIGN "Erasure, export,
+replay"): a summary may take seconds to make, and an erasure in between deletes those keys, so the
+fold is shredded with everything else of the erased person. Sealed under the key current when it is
+produced, it would be readable (a new key is made for a subject who writes after their erasure) and
+would bring erased text back as a summary.
 """
 
 from __future__ import annotations
@@ -11,18 +17,23 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 
 from adapters.summarizers import Summarizer, SummarizerFailed
 from projections.ports import SessionStore
 from projections.position import Position
-from projections.session import ThreadKey, ThreadPolicy, plan_fold
-from schemas.errors import LogUnavailable, StoreUnavailable
+from projections.session import Exchange, Session, ThreadKey, ThreadPolicy, plan_fold
+from projections.shared import plan_segments
+from schemas.errors import LogUnavailable, StoreUnavailable, SubjectErasing
 from schemas.events import AUTOMATION_THREAD, SESSION_THREAD, Envelope, ThreadFolded, now_ms
 from streams.metrics import Metrics
 from streams.producer import EventProducer
+from streams.sealer import Who
 
 log = logging.getLogger(__name__)
+
+Pinned = dict[Who, tuple[str, bytes]]
 
 
 class FoldService:
@@ -43,36 +54,109 @@ class FoldService:
         self._metrics = metrics
 
     async def fold(self, key: ThreadKey, *, urgent: bool = False, force: bool = False) -> Position | None:
-        """Fold the thread if it needs it (or, forced, whatever it can); the ThreadFolded's position, else None."""
-        session = await self._store.read(key)
-        if session is None:
-            return None
+        """Fold the thread if it needs it (or, forced, whatever it can); the ThreadFolded's position, else None.
+
+        None too when someone whose lines it would fold is being erased, or joined the thread between
+        the two reads of a shared one: a later request folds it.
+        """
         # forced: an explicit compact folds below the thresholds, still keeping the newest exchanges
         policy = replace(self._policy, fold_tokens=0, fold_exchanges=0) if force else self._policy
+        try:
+            read = await self._pin_and_read(key, policy)
+        except SubjectErasing as exc:
+            log.info("fold of %s put off: %s", key, exc)
+            return None
+        if read is None:
+            return None
+        session, pinned = read
         folded = plan_fold(session, policy)
         if not folded:
             return None
         started = time.perf_counter()
-        summary = await self._summarizer.summarize(session.head.summary, folded, self._policy.summary_chars)
+        if key.thread == SESSION_THREAD:
+            summary = await self._summarizer.summarize(session.head.summary, folded, self._policy.summary_chars)
+            events = [self._event(key, key.owner, folded, folded, summary, urgent, segment=False)]
+        else:
+            built = await self._segments(key, session, folded, pinned, urgent)
+            if built is None:
+                return None
+            events = built
         if self._metrics is not None:
             self._metrics.fold_seconds.labels(self._summarizer.name).observe(time.perf_counter() - started)
-        covers = tuple(exchange.exchange_id for exchange in folded)
+        position = await self._producer.produce(events, pinned=pinned)
+        if self._metrics is not None:
+            self._metrics.folds.labels(self._summarizer.name, str(urgent).lower()).inc()
+        characters = sum(len(event.summary) for event in events)
+        log.info("folded %d exchanges of %s into %d characters (%s)", len(folded), key, characters, position.token())
+        return position
+
+    async def _pin_and_read(self, key: ThreadKey, policy: ThreadPolicy) -> tuple[Session, Pinned] | None:
+        """The thread, read after the keys of everyone whose lines or summary part it may fold were taken."""
+        if key.thread == SESSION_THREAD:
+            askers: set[str | None] = {key.owner}
+        else:
+            # a shared thread: who is in it is known only once it is read, so read it, take their
+            # keys, and read it again; a fold made from the second read holds nothing older than them
+            first = await self._store.read(key)
+            if first is None:
+                return None
+            askers = {exchange.subject for exchange in plan_fold(first, policy)}
+            askers |= {segment.asker for segment in first.head.segments}
+        pinned: Pinned = {}
+        for asker in sorted_askers(askers):
+            held = await self._producer.pin(key.tenant, asker)
+            if held is None:
+                log.info("fold of %s put off: a key it needs is gone (an erasure is under way)", key)
+                return None
+            pinned[(key.tenant, asker)] = held
+        session = await self._store.read(key)
+        return None if session is None else (session, pinned)
+
+    async def _segments(
+        self, key: ThreadKey, session: Session, folded: list[Exchange], pinned: Pinned, urgent: bool
+    ) -> list[ThreadFolded] | None:
+        """One ThreadFolded per asker whose part of the summary changes, each summing up their lines alone."""
+        plans = plan_segments(session.head, folded, self._policy.summary_chars)
+        if any((key.tenant, plan.asker) not in pinned for plan in plans):
+            log.info("fold of %s put off: someone joined it between its two reads", key)
+            return None
+        events = []
+        for plan in plans:
+            summary = ""
+            if plan.budget > 0:
+                summary = await self._summarizer.summarize(plan.previous, plan.folded, plan.budget)
+            events.append(self._event(key, plan.asker, folded, plan.folded, summary, urgent, segment=True))
+        return events
+
+    def _event(
+        self,
+        key: ThreadKey,
+        subject: str | None,
+        folded: Sequence[Exchange],
+        covers: Sequence[Exchange],
+        summary: str,
+        urgent: bool,
+        *,
+        segment: bool,
+    ) -> ThreadFolded:
         envelope = Envelope(
             tenant=key.tenant,
             thread=key.thread,
-            subject=key.owner if key.thread == SESSION_THREAD else None,
+            subject=subject,
             agent=key.owner if key.thread == AUTOMATION_THREAD else None,
             producer=self._producer_name,
             occurred_at=now_ms(),
         )
-        fold_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlog-fold:{key}:{covers[0]}:{covers[-1]}"))
-        position = await self._producer.produce(
-            [ThreadFolded(envelope, fold_id, summary, covers, self._summarizer.name, urgent)]
-        )
-        if self._metrics is not None:
-            self._metrics.folds.labels(self._summarizer.name, str(urgent).lower()).inc()
-        log.info("folded %d exchanges of %s into %d characters (%s)", len(covers), key, len(summary), position.token())
-        return position
+        # one id per fold, shared by a shared thread's segments
+        first, last = folded[0].exchange_id, folded[-1].exchange_id
+        fold_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlog-fold:{key}:{first}:{last}"))
+        ids = tuple(exchange.exchange_id for exchange in covers)
+        return ThreadFolded(envelope, fold_id, summary, ids, self._summarizer.name, urgent, segment)
+
+
+def sorted_askers(askers: set[str | None]) -> list[str | None]:
+    """Askers in a fixed order (the tenant's own key, for lines about no subject, first)."""
+    return sorted(askers, key=lambda asker: (asker is not None, asker or ""))
 
 
 class FoldScheduler:

@@ -37,7 +37,7 @@ from schemas.events import (
     to_record,
 )
 from schemas.exchanges import ReportedExchange, exchange_events
-from streams.sealer import Sealer
+from streams.sealer import Sealer, Who
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,14 @@ class EventProducer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
+    async def pin(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        """The key events about `subject` are sealed with now, to seal something derived from data read
+        after this call (see `Sealer.seal`); None when the subject has none (erased). The tenant's own
+        key (no subject) is made when missing. Raises SubjectErasing while the subject is being erased."""
+        if subject is None:
+            return await self._sealer.key_for_write(tenant, None)
+        return await self._sealer.key_in_use(tenant, subject)
+
     async def record_exchange(self, exchange: ReportedExchange | Mapping[str, Any]) -> Recorded:
         """Record a whole exchange: question, tool calls and answer, in one batch on one partition.
 
@@ -171,8 +179,14 @@ class EventProducer:
         clean = redact_run(run, redactor)
         return clean, len(self._codec.encode(clean.TYPE, to_record(clean)))
 
-    async def produce(self, events: Sequence[Event]) -> Position:
-        """Produce events of one thread in order, atomically as one batch; returns the last one's position."""
+    async def produce(
+        self, events: Sequence[Event], *, pinned: Mapping[Who, tuple[str, bytes]] | None = None
+    ) -> Position:
+        """Produce events of one thread in order, atomically as one batch; returns the last one's position.
+
+        `pinned`: keys taken before the events' content was read, by (tenant, subject), to seal with
+        instead of the current ones (see `Sealer.seal`).
+        """
         if not events:
             raise InvalidEvent("events", "nothing to produce")
         first = events[0].envelope
@@ -182,7 +196,7 @@ class EventProducer:
         key = record_key(first.tenant, first.owner)
         if any(record_key(e.envelope.tenant, e.envelope.owner) != key for e in events):
             raise InvalidEvent("events", "a batch must belong to one thread owner")
-        values = [self._codec.encode(e.TYPE, await self._sealer.seal(e.TYPE, to_record(e))) for e in events]
+        values = [self._codec.encode(e.TYPE, await self._sealer.seal(e.TYPE, to_record(e), pinned)) for e in events]
         size = sum(len(value) for value in values)
         if size > self._settings.max_message_bytes:
             raise InvalidEvent("body", f"encodes to {size} bytes; at most {self._settings.max_message_bytes}")

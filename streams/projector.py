@@ -127,8 +127,16 @@ class Projector(Generic[E]):
         return await self._checkpoints.applied(self.topic, partition)
 
     async def handle(self, records: Sequence[Record]) -> None:
-        """Apply a batch in log order; poison records are dead-lettered where they stand."""
-        await self.apply(records, await self.read(records))
+        """Apply a batch in log order; poison records are dead-lettered where they stand.
+
+        With a sealer, the batch is one of its `batch`es: an erasure in this process waits for it (it
+        may hold records opened with the erased key) and then deletes what it wrote.
+        """
+        if self._sealer is None:
+            await self.apply(records, await self.read(records))
+            return
+        async with self._sealer.batch():
+            await self.apply(records, await self.read(records))
 
     async def read(self, records: Sequence[Record]) -> list[Read]:
         """Each record decoded, opened and validated as an event, or why it is not one.

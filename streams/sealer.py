@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from projections.ports import KeyVault
 from projections.sealing import SealError, needs_seal, open_sealed, seal, sealed_key_id
 from schemas.errors import DecodeError, Shredded
+
+Who = tuple[str, str | None]  # (tenant, subject); no subject: the tenant's own key
+_BATCH: ContextVar[int | None] = ContextVar("memlog_sealer_batch", default=None)  # the task's batch, if any
 
 
 class Sealer:
@@ -15,30 +22,60 @@ class Sealer:
 
     Keys are cached for `cache_seconds`, for writing and for reading, so a short outage of the
     vault's MongoDB does not stop writes of active subjects. The process that erases a subject
-    forgets its keys at once (`forget`); any other process within that bound, so an exchange
-    written there in the seconds after an erasure can still be sealed with the erased key, and is
-    then skipped like everything else of the erased subject.
+    forgets its keys at once (`forget`) and waits for its projection batches that began before
+    (`batch`, `settled`), since they may hold events opened with the erased key; any other process
+    stops using the key within `cache_seconds`, so an exchange written there in the seconds after an
+    erasure can still be sealed with the erased key, and is then skipped like everything else of the
+    erased subject.
     """
 
     def __init__(self, vault: KeyVault, cache_seconds: float = 5.0) -> None:
         self._vault = vault
         self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[bytes, float]] = {}
-        self._writing: dict[tuple[str, str], tuple[str, bytes, float]] = {}
+        self._writing: dict[Who, tuple[str, bytes, float]] = {}
+        self._epoch = 0  # moves on with every `forget`
+        self._next_batch = 0
+        self._batches: dict[int, int] = {}  # projection batches in flight: token -> the epoch they began in
+        self._changed = asyncio.Condition()
 
-    async def seal(self, full_name: str, record: dict[str, Any]) -> dict[str, Any]:
-        if not needs_seal(full_name, record):
-            return record
-        env = record["envelope"]
-        who = (env["tenant"], env["subject"])
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
+        """The (key id, data key) that seals events about `subject` (None: the tenant's own key), made
+        on first use; from the cache while it is younger than `cache_seconds`. Raises SubjectErasing
+        while the subject is being erased."""
+        who = (tenant, subject)
         now = time.monotonic()
         cached = self._writing.get(who)
         if cached is None or now - cached[2] > self._cache_seconds:
-            key_id, key = await self._vault.key_for_write(*who)
+            key_id, key = await self._vault.key_for_write(tenant, subject)
             if len(self._writing) > 100_000:
                 self._writing.clear()
             cached = self._writing[who] = (key_id, key, now)
-        return seal(full_name, record, cached[0], cached[1])
+        return cached[0], cached[1]
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        """`key_for_write`'s key (from the cache, or the vault) without making one; None when there is none."""
+        cached = self._writing.get((tenant, subject))
+        if cached is not None and time.monotonic() - cached[2] <= self._cache_seconds:
+            return cached[0], cached[1]
+        return await self._vault.key_in_use(tenant, subject)
+
+    async def seal(
+        self, full_name: str, record: dict[str, Any], pinned: Mapping[Who, tuple[str, bytes]] | None = None
+    ) -> dict[str, Any]:
+        """The record sealed under its subject's key (its tenant's without a subject).
+
+        `pinned` holds keys taken earlier, by (tenant, subject): a record derived from data read after
+        its key was taken (a fold's summary) is sealed under that key and no other, so an erasure in
+        between shreds it too, instead of a fresh key made after the erasure keeping it readable.
+        """
+        if not needs_seal(full_name):
+            return record
+        env = record["envelope"]
+        who: Who = (env["tenant"], env["subject"])
+        held = None if pinned is None else pinned.get(who)
+        key_id, key = held if held is not None else await self.key_for_write(*who)
+        return seal(full_name, record, key_id, key)
 
     async def open_many(self, items: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | Shredded | DecodeError]:
         """Each record opened, Shredded when its key is gone, DecodeError when it does not open.
@@ -74,7 +111,35 @@ class Sealer:
                 out.append(DecodeError(str(exc)))  # tampered or mislabelled: poison, not erased
         return out
 
-    def forget(self) -> None:
-        """Drop every cached key (after an erasure in this process)."""
+    def forget(self) -> int:
+        """Drop every cached key (an erasure in this process has begun); returns the epoch to settle:
+        `settled(epoch)` waits for every batch that began before this call."""
         self._cache.clear()
         self._writing.clear()
+        self._epoch += 1
+        return self._epoch - 1
+
+    @contextlib.asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """A projection's batch, from opening its records to writing them: an erasure waits for those
+        that began before it (`settled`), since they may hold records opened with the erased key."""
+        self._next_batch += 1
+        token = self._next_batch
+        self._batches[token] = self._epoch
+        reset = _BATCH.set(token)
+        try:
+            yield
+        finally:
+            _BATCH.reset(reset)
+            del self._batches[token]
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def settled(self, epoch: int) -> None:
+        """Return once every batch of this process that began in `epoch` or before has ended (but the
+        caller's own)."""
+        mine = _BATCH.get()
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: not any(began <= epoch for token, began in self._batches.items() if token != mine)
+            )

@@ -7,12 +7,13 @@ import copy
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS, NamespaceEntry
 from projections.ports import Clock, utc_now
-from projections.sealing import new_data_key, subject_digest, subject_ref, unwrap_key, wrap_key
+from projections.sealing import new_data_key, subject_digest, subject_ref, tenant_ref, unwrap_key, wrap_key
 from schemas.errors import Conflict, SubjectErasing
 
 
@@ -42,8 +43,8 @@ class InMemoryKeyVault:
     def _unwrap(self, ref: str, held: WrappedKey) -> bytes:
         return unwrap_key(self._master, f"{ref}\x1f{held.key_id}", held.nonce, held.wrapped)
 
-    async def key_for_write(self, tenant: str, subject: str) -> tuple[str, bytes]:
-        ref = subject_ref(tenant, subject)
+    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
         held = self._keys.get(ref)
         if held is None:
             key_id = uuid.uuid4().hex
@@ -52,7 +53,16 @@ class InMemoryKeyVault:
             self._keys[ref] = WrappedKey(key_id, nonce, wrapped)
             return key_id, data_key
         if held.erasing:
-            raise SubjectErasing(tenant, subject)
+            raise SubjectErasing(tenant, subject or "")
+        return held.key_id, self._unwrap(ref, held)
+
+    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
+        held = self._keys.get(ref)
+        if held is None:
+            return None
+        if held.erasing:
+            raise SubjectErasing(tenant, subject or "")
         return held.key_id, self._unwrap(ref, held)
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
@@ -115,27 +125,42 @@ class InMemoryLedger:
 
 
 class InMemoryExports:
-    """Export bundles by request id (kept until erased: no expiry here)."""
+    """Export bundles by request id, in parts of at most `part_bytes` (kept until erased: no expiry here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, part_bytes: int = 4 * 1024 * 1024) -> None:
         self._bundles: dict[str, dict[str, Any]] = {}
+        self._parts: dict[str, list[bytes]] = {}
+        self._part_bytes = part_bytes
 
-    async def put(self, request_id: str, tenant: str, subject: str, bundle: str) -> None:
+    async def put(self, request_id: str, tenant: str, subject: str, chunks: AsyncIterable[bytes]) -> int:
+        self._bundles.pop(request_id, None)
+        data = b"".join([chunk async for chunk in chunks])
+        step = self._part_bytes
+        self._parts[request_id] = [data[start : start + step] for start in range(0, len(data), step)] or [b""]
         self._bundles[request_id] = {
             "_id": request_id,
             "tenant": tenant,
             "subject": subject,
-            "bundle": bundle,
+            "size": len(data),
+            "parts": len(self._parts[request_id]),
             "created_at": utc_now(),
         }
+        return len(data)
 
     async def get(self, request_id: str) -> dict[str, Any] | None:
         return copy.deepcopy(self._bundles.get(request_id))
+
+    async def read(self, request_id: str) -> AsyncIterator[bytes]:
+        if request_id not in self._bundles:
+            return
+        for part in list(self._parts.get(request_id, ())):
+            yield part
 
     async def erase_subject(self, tenant: str, subject: str) -> int:
         gone = [key for key, held in self._bundles.items() if (held["tenant"], held["subject"]) == (tenant, subject)]
         for key in gone:
             del self._bundles[key]
+            self._parts.pop(key, None)
         return len(gone)
 
 

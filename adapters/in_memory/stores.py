@@ -117,17 +117,21 @@ class InMemorySessionStore(InMemoryCheckpoints):
         session = ThreadKey.session(tenant, subject)
         exchanges = len(self._exchanges[session]) if self._alive(session) else 0
         await self.drop(session)
-        lines = 0
+        lines = summaries = 0
         for key in self._shared_threads(tenant):
             held = self._exchanges[key]
             gone = [exchange for exchange in held.values() if exchange.subject == subject]
             for exchange in gone:
                 del held[exchange.exchange_id]
             head, position, expires_at = self._heads[key]
-            tokens = head.tokens - sum(exchange.tokens for exchange in gone)
-            self._heads[key] = (replace(head, tokens=tokens, count=head.count - len(gone)), position, expires_at)
+            parts = [segment for segment in head.segments if segment.asker == subject]
+            tokens = head.tokens - sum(exchange.tokens for exchange in gone) - sum(part.tokens for part in parts)
+            segments = tuple(segment for segment in head.segments if segment.asker != subject)
+            head = replace(head, tokens=tokens, count=head.count - len(gone), segments=segments)
+            self._heads[key] = (head, position, expires_at)
             lines += len(gone)
-        return {"session_exchanges": exchanges, "shared_thread_lines": lines}
+            summaries += len(parts)
+        return {"session_exchanges": exchanges, "shared_thread_lines": lines, "shared_thread_summaries": summaries}
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
         session = await self.read(ThreadKey.session(tenant, subject))

@@ -1,7 +1,7 @@
 """The `memlog` command: `up`, `worker`, `api`, `dev up | down | status`, `threads`, `retention`, ...
 
 One module per area: `parser` (the command line), `stack` (dev, up, api), `facts`, `threads`
-(threads, retention, reset), `namespaces` and `operators` (erase, export, replay, verify, ledger).
+(threads, retention, reset), `namespaces` and `operators` (erase, export, replay, verify, ledger, compact).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger("httpx").setLevel(logging.WARNING)
             asyncio.run(run_demo(settings, args.url))
             return 0
-        if args.command in ("erase", "export", "replay", "verify", "ledger"):
+        if args.command in ("erase", "export", "replay", "verify", "ledger", "compact"):
             from memlog.cli.operators import run_operator_command
 
             return asyncio.run(run_operator_command(settings, args))

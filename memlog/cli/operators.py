@@ -6,8 +6,9 @@ import argparse
 import datetime as dt
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from config.settings import Settings
 from memlog.privacy import Requested
@@ -24,6 +25,10 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
         return await _replay(settings, args)
     if args.command == "verify":
         return await _verify(settings, args)
+    if args.command == "compact":
+        for line in await compact_storage(settings):
+            print(line)
+        return 0
     async with open_services(
         settings, producer=args.command in ("erase", "export"), producer_name=CLI_PRODUCER
     ) as services:
@@ -48,11 +53,39 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
         )
         assert export.bundle is not None, "an applied export comes with its bundle"
         if args.output == "-":
-            sys.stdout.write(export.bundle + "\n")
+            await _write_bundle(export.bundle, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
         else:
-            Path(args.output).write_text(export.bundle + "\n", encoding="utf-8")  # noqa: ASYNC240
+            with Path(args.output).open("wb") as out:  # noqa: ASYNC230
+                await _write_bundle(export.bundle, out)
             print(f"wrote the bundle of {args.subject} to {args.output}", file=sys.stderr)
         return 0
+
+
+async def _write_bundle(parts: AsyncIterator[bytes], out: BinaryIO) -> None:
+    """The bundle part after part (it has no size limit), then a newline."""
+    async for part in parts:
+        out.write(part)
+    out.write(b"\n")
+
+
+async def compact_storage(settings: Settings) -> list[str]:
+    """After erasures: the privacy database (the deleted data keys) and the database of every namespace of
+    this app the registry holds are compacted, and Redis rewrites its files (README "What an erasure
+    removes")."""
+    from adapters import connections
+    from adapters.maintenance import compact_mongo, rewrite_redis
+    from adapters.wiring import open_privacy
+
+    mongo, redis = connections.mongo(settings), connections.redis_client(settings)
+    try:
+        recorded = {entry.namespace for entry in await open_privacy(settings, mongo).namespaces.entries()}
+        recorded.add(settings.namespace)
+        databases = sorted(settings.model_copy(update={"namespace": name}).mongo_db_name for name in recorded)
+        return [*await compact_mongo(mongo, [settings.privacy_database, *databases]), await rewrite_redis(redis)]
+    finally:
+        await mongo.close()
+        await redis.aclose()
 
 
 def _applied(requested: Requested) -> Requested:

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     namespaces = commands.add_parser("namespaces", help="the namespaces replays built: list them, drop one")
     namespaces.add_argument("action", choices=["list", "drop"])
     namespaces.add_argument("name", nargs="?", default=None, help="drop: the namespace (never the active one)")
+    commands.add_parser(
+        "compact", help="rewrite MongoDB's and Redis's files, so what erasures deleted is gone from disk too"
+    )
     demo = commands.add_parser("demo", help="a scripted tour of a running memlog (after `memlog up`)")
     demo.add_argument("--url", default=None, help="the API (default: MEMLOG_API_HOST and MEMLOG_API_PORT)")
     ledger = commands.add_parser("ledger", help="operator requests and what they did")

@@ -1,11 +1,12 @@
-"""The archive projection: every thread event kept as it was logged, and the conversation archive
-(active and archived generations, thread operations) derived from the same events, written in bulk."""
+"""The archive projection: every thread event kept as it was logged (but a public tool call, which only
+its asker may see), and the conversation archive (active and archived generations, thread
+operations) derived from the same events, written in bulk."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from projections.archives import FORK_ENTRIES, plan_archive
+from projections.archives import FORK_ENTRIES, archived_form, plan_archive
 from projections.ports import ArchivedEvent, ArchiveStore, Checkpoints, ConversationArchive
 from projections.position import Position
 from schemas.events import ThreadEvent, to_record
@@ -27,6 +28,7 @@ class ArchiveStep:
         self._fork_entries = fork_entries
 
     async def __call__(self, events: Sequence[tuple[ThreadEvent, Position]]) -> None:
+        kept = [(event, position) for logged, position in events if (event := archived_form(logged)) is not None]
         await self._store.append(
             [
                 ArchivedEvent(
@@ -39,7 +41,7 @@ class ArchiveStep:
                     occurred_at=event.envelope.occurred_at,
                     record=to_record(event),
                 )
-                for event, position in events
+                for event, position in kept
             ]
         )
         if self._conversations is not None:

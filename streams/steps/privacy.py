@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -99,7 +99,7 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     namespace rebuilt meanwhile) repeats the deletes, and the ledger keeps its first entry.
     Returns the ledger entry."""
     await data.vault.begin_erasure(tenant, subject)
-    data.sealer.forget()
+    began = data.sealer.forget()
     deleted = await erase_in(data, tenant, subject)
     elsewhere = {}
     for namespace, stores in (await data.others() if data.others is not None else {}).items():
@@ -107,6 +107,12 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     deleted["exports"] = await data.exports.erase_subject(tenant, subject)
     deleted["data_keys"] = await data.vault.delete(tenant, subject)
     data.sealer.forget()
+    # a projection batch of this process that opened the subject's events before their key stopped
+    # being served may write them after the deletes above (into this namespace, the one it writes):
+    # once those batches are done, delete again
+    await data.sealer.settled(began)
+    for name, count in (await erase_in(data, tenant, subject)).items():
+        deleted[name] += count
     await data.ledger.record(
         "erased",
         entry_id=request_id,
@@ -121,35 +127,74 @@ async def erase(data: SubjectData, tenant: str, subject: str, request_id: str, r
     return entry
 
 
-async def bundle(data: SubjectData, tenant: str, subject: str) -> dict[str, Any]:
-    """Everything memlog holds about a subject, as one JSON-ready document."""
-    threads = await data.sessions.export_subject(tenant, subject)
-    return {
-        "tenant": tenant,
-        "subject": subject,
-        "exported_at": dt.datetime.now(dt.UTC).isoformat(),
-        "session": threads["session"],
-        "shared_thread_lines": threads["shared_thread_lines"],
-        "facts": await data.facts.export_subject(tenant, subject),
-        "traces": await data.traces.export_subject(tenant, subject),
-        "archives": await data.archive.export_subject(tenant, subject),
-        "conversations": await data.conversations.export_subject(tenant, subject),
-        "idempotency_keys": await data.idempotency.export_subject(tenant, subject),
-        "erasures": [
+async def bundle_sections(data: SubjectData, tenant: str, subject: str) -> AsyncIterator[tuple[str, Any]]:
+    """Everything memlog holds about a subject, section by section, in the order of their names."""
+    threads: dict[str, Any] = {}
+
+    async def thread(name: str) -> Any:
+        if not threads:
+            threads.update(await data.sessions.export_subject(tenant, subject))
+        return threads[name]
+
+    async def erasures() -> list[dict[str, Any]]:
+        return [
             {"request_id": e["_id"], "at": e["at"], "deleted": e.get("deleted", {})}
             for e in await data.ledger.entries(tenant=tenant, subject=subject, kind="erased")
-        ],
+        ]
+
+    async def now() -> str:
+        return dt.datetime.now(dt.UTC).isoformat()
+
+    async def fixed(value: str) -> str:
+        return value
+
+    sections: dict[str, Callable[[], Awaitable[Any]]] = {
+        "archives": lambda: data.archive.export_subject(tenant, subject),
+        "conversations": lambda: data.conversations.export_subject(tenant, subject),
+        "erasures": erasures,
+        "exported_at": now,
+        "facts": lambda: data.facts.export_subject(tenant, subject),
+        "idempotency_keys": lambda: data.idempotency.export_subject(tenant, subject),
+        "session": lambda: thread("session"),
+        "shared_thread_lines": lambda: thread("shared_thread_lines"),
+        "shared_thread_summaries": lambda: thread("shared_thread_summaries"),
+        "subject": lambda: fixed(subject),
+        "tenant": lambda: fixed(tenant),
+        "traces": lambda: data.traces.export_subject(tenant, subject),
     }
+    for name in sorted(sections):
+        yield name, await sections[name]()
+
+
+async def bundle(data: SubjectData, tenant: str, subject: str) -> dict[str, Any]:
+    """Everything memlog holds about a subject, as one JSON-ready document."""
+    return {name: value async for name, value in bundle_sections(data, tenant, subject)}
+
+
+async def bundle_chunks(data: SubjectData, tenant: str, subject: str) -> AsyncIterator[bytes]:
+    """The bundle as UTF-8 JSON text, one section at a time, exactly as `json.dumps(bundle, sort_keys=True)`
+    writes it: however heavy the subject, no copy of the whole text is ever held at once."""
+    yield b"{"
+    separator = ""
+    async for name, value in bundle_sections(data, tenant, subject):
+        text = json.dumps(value, default=_plain, ensure_ascii=False, sort_keys=True)
+        # a lone surrogate cannot be UTF-8; as the \uXXXX escape it is still the same JSON string
+        yield f"{separator}{json.dumps(name)}: {text}".encode("utf-8", "backslashreplace")
+        separator = ", "
+    yield b"}"
 
 
 async def export(data: SubjectData, tenant: str, subject: str, request_id: str, requested_by: str) -> None:
     if await data.exports.get(request_id) is not None:
         return  # made already: a redelivered request
-    content = await bundle(data, tenant, subject)
-    text = json.dumps(content, default=_plain, ensure_ascii=False, sort_keys=True)
-    await data.exports.put(request_id, tenant, subject, text)
+    size = await data.exports.put(request_id, tenant, subject, bundle_chunks(data, tenant, subject))
     await data.ledger.record(
-        "exported", entry_id=f"export:{request_id}", tenant=tenant, subject=subject, requested_by=requested_by
+        "exported",
+        entry_id=f"export:{request_id}",
+        tenant=tenant,
+        subject=subject,
+        requested_by=requested_by,
+        size=size,
     )
 
 

@@ -3,31 +3,57 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
 from adapters.in_memory import InMemoryExports
-from adapters.mongo_privacy import MongoExports
+from adapters.mongo_privacy import PART_BYTES, MongoExports
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.ports import Exports
 
+PART = 1000  # the part size the suite stores with, so a few kilobytes take several parts
+
+
+async def chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+async def read(exports: Exports, request_id: str) -> bytes:
+    return b"".join([part async for part in exports.read(request_id)])
+
 
 class ExportsContract:
     async def test_a_stored_bundle_reads_back(self, exports: Exports) -> None:
-        await exports.put("r1", "castle", "ann", '{"facts": ["one"]}')
+        size = await exports.put("r1", "castle", "ann", chunks(b'{"facts": ', b'["one"]}'))
         stored = await exports.get("r1")
-        assert stored is not None
-        assert (stored["tenant"], stored["subject"], stored["bundle"]) == ("castle", "ann", '{"facts": ["one"]}')
+        assert stored is not None and size == stored["size"] == 18
+        assert (stored["tenant"], stored["subject"]) == ("castle", "ann")
         assert isinstance(stored["created_at"], dt.datetime) and stored["created_at"].tzinfo is not None
-        assert await exports.get("r2") is None
+        assert await read(exports, "r1") == b'{"facts": ["one"]}'
+        assert await exports.get("r2") is None and await read(exports, "r2") == b""
+
+    async def test_a_bundle_of_many_parts_reads_back_whole_in_order(self, exports: Exports) -> None:
+        body = os.urandom(7 * PART + 123)
+        pieces: Iterable[bytes] = [body[start : start + 777] for start in range(0, len(body), 777)]
+        assert await exports.put("r1", "castle", "ann", chunks(*pieces)) == len(body)
+        parts = [part async for part in exports.read("r1")]
+        assert len(parts) == 8 and all(len(part) <= PART for part in parts)
+        assert b"".join(parts) == body
+
+    async def test_an_empty_bundle_is_stored_too(self, exports: Exports) -> None:
+        assert await exports.put("r1", "castle", "ann", chunks()) == 0
+        assert await exports.get("r1") is not None and await read(exports, "r1") == b""
 
     async def test_a_bundle_put_again_replaces_the_first(self, exports: Exports) -> None:
-        await exports.put("r1", "castle", "ann", "first")
-        await exports.put("r1", "castle", "ann", "second")
+        await exports.put("r1", "castle", "ann", chunks(b"first" * PART))
+        await exports.put("r1", "castle", "ann", chunks(b"second"))
         stored = await exports.get("r1")
-        assert stored is not None and stored["bundle"] == "second"
+        assert stored is not None and stored["size"] == 6
+        assert await read(exports, "r1") == b"second"
 
     async def test_erasing_a_subject_deletes_only_their_bundles(self, exports: Exports) -> None:
         for request_id, tenant, subject in [
@@ -36,24 +62,59 @@ class ExportsContract:
             ("r3", "castle", "bob"),
             ("r4", "castle:2", "ann"),
         ]:
-            await exports.put(request_id, tenant, subject, "{}")
+            await exports.put(request_id, tenant, subject, chunks(b"{}" * PART))
         assert await exports.erase_subject("castle", "ann") == 2
         assert [await exports.get(r) is None for r in ["r1", "r2", "r3", "r4"]] == [True, True, False, False]
+        assert await read(exports, "r1") == b"" and await read(exports, "r3") == b"{}" * PART
         assert await exports.erase_subject("castle", "ann") == 0
 
 
 class TestInMemoryExports(ExportsContract):
     @pytest.fixture
     def exports(self) -> Exports:
-        return InMemoryExports()
+        return InMemoryExports(part_bytes=PART)
 
 
 class TestMongoExports(ExportsContract):
     @pytest.fixture
     async def exports(self, settings: Settings) -> AsyncIterator[Exports]:
         client = mongo_client(settings.mongo)
-        store = MongoExports(client[settings.mongo_db_name])
+        store = MongoExports(client[settings.mongo_db_name], part_bytes=PART)
         await store.prepare()
         yield store
         await client.drop_database(settings.mongo_db_name)
         await client.close()
+
+    async def test_a_bundle_past_mongodbs_16_mib_limit_is_stored_and_read_in_parts(self, settings: Settings) -> None:
+        client = mongo_client(settings.mongo)
+        database = client[settings.mongo_db_name]
+        try:
+            store = MongoExports(database)
+            await store.prepare()
+            body = b"x" * (17 * 1024 * 1024 + 5)
+            assert await store.put("heavy", "castle", "ann", chunks(body[: 9 << 20], body[9 << 20 :])) == len(body)
+            sizes = [len(doc["data"]) async for doc in database["export_parts"].find({"request_id": "heavy"})]
+            assert len(sizes) == 5 and max(sizes) == PART_BYTES
+            assert await read(store, "heavy") == body
+            assert await store.erase_subject("castle", "ann") == 1
+            assert await database["export_parts"].count_documents({}) == 0
+        finally:
+            await client.drop_database(settings.mongo_db_name)
+            await client.close()
+
+    async def test_a_bundle_whose_parts_were_not_all_written_is_not_there_and_is_erased(
+        self, exports: Exports, settings: Settings
+    ) -> None:
+        async def cut_short() -> AsyncIterator[bytes]:
+            yield b"a" * (3 * PART)
+            raise OSError("the worker died while the bundle was written")
+
+        with pytest.raises(OSError):
+            await exports.put("r1", "castle", "ann", cut_short())
+        assert await exports.get("r1") is None and await read(exports, "r1") == b""
+        assert await exports.erase_subject("castle", "ann") == 1
+        client = mongo_client(settings.mongo)
+        try:
+            assert await client[settings.mongo_db_name]["export_parts"].count_documents({}) == 0
+        finally:
+            await client.close()

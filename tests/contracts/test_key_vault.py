@@ -35,6 +35,19 @@ class KeyVaultContract:
         ]
         assert len({key_id for key_id, _ in made}) == len({key for _, key in made}) == 3
 
+    async def test_a_tenant_has_a_key_of_its_own_that_no_erasure_takes(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        tenant_key = await vault.key_for_write("castle", None)
+        subjects = [await vault.key_for_write("castle", name) for name in ("ann", "4:castle", ":", "castle")]
+        others = [await vault.key_for_write("castle:2", None), await vault.key_for_write("castl", None)]
+        assert len({key_id for key_id, _ in [tenant_key, *subjects, *others]}) == 7
+        assert await open_vault(MASTER).key_for_write("castle", None) == tenant_key
+        for name in ("ann", "4:castle", ":", "castle"):
+            await vault.begin_erasure("castle", name)
+            await vault.delete("castle", name)
+        assert await vault.key_for_write("castle", None) == tenant_key
+        assert await vault.keys_by_id([tenant_key[0]]) == dict([tenant_key])
+
     async def test_keys_are_found_by_id(self, open_vault: Open) -> None:
         vault = open_vault(MASTER)
         ann, bob = await vault.key_for_write("castle", "ann"), await vault.key_for_write("castle", "bob")

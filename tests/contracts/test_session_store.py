@@ -9,11 +9,19 @@ import pytest
 import redis.asyncio as aioredis
 
 from adapters.in_memory import InMemorySessionStore
-from adapters.redis_store import RedisSessionStore
+from adapters.redis_store import RedisSessionStore, lines_index, thread_base
 from config.settings import Settings
 from projections.ports import SessionStore, ThreadKey
 from projections.position import Position
-from projections.session import Exchange, SessionChange, SessionHead, SessionWrite, ThreadPolicy, apply_event
+from projections.session import (
+    Exchange,
+    Segment,
+    SessionChange,
+    SessionHead,
+    SessionWrite,
+    ThreadPolicy,
+    apply_event,
+)
 from projections.tokens import TokenCounter
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
 from streams.steps.sessions import SessionStep
@@ -238,7 +246,11 @@ class SessionStoreContract:
         self, store: SessionStore, clock: int
     ) -> None:
         await self._lines(store, clock)
-        assert await store.erase_subject("castle", "ann") == {"session_exchanges": 1, "shared_thread_lines": 2}
+        assert await store.erase_subject("castle", "ann") == {
+            "session_exchanges": 1,
+            "shared_thread_lines": 2,
+            "shared_thread_summaries": 0,
+        }
         assert await store.read(KEY) is None
         public = await store.read(ThreadKey.public("castle"))
         assert public is not None and [e.exchange_id for e in public.exchanges] == ["p2"]
@@ -250,7 +262,11 @@ class SessionStoreContract:
         assert bob is not None and [e.exchange_id for e in bob.exchanges] == ["y1"]
         other_tenant = await store.read(ThreadKey.public("castle:2"))
         assert other_tenant is not None and [e.exchange_id for e in other_tenant.exchanges] == ["q1"]
-        assert await store.erase_subject("castle", "ann") == {"session_exchanges": 0, "shared_thread_lines": 0}
+        assert await store.erase_subject("castle", "ann") == {
+            "session_exchanges": 0,
+            "shared_thread_lines": 0,
+            "shared_thread_summaries": 0,
+        }
 
     async def test_an_export_holds_the_session_and_the_subjects_lines_on_shared_threads(
         self, store: SessionStore, clock: int
@@ -274,6 +290,66 @@ class SessionStoreContract:
         assert exported["session"] is None
         assert [line["exchange_id"] for line in exported["shared_thread_lines"]] == ["p2"]
 
+    async def _part(self, store: SessionStore, clock: int, asker: str, text: str, offset: int) -> None:
+        held = (await store.load([(ThreadKey.public("castle"), "")]))[(ThreadKey.public("castle"), "")][0]
+        old = next((segment.tokens for segment in held.segments if segment.asker == asker), 0) if held else 0
+        tokens = len(text.split())
+        change = SessionChange(
+            None, False, tokens - old, clock, clock + TTL, segment=Segment(asker, text, tokens, clock + offset)
+        )
+        assert await store.write(
+            [SessionWrite(Position("threads", 0, offset), ThreadKey.public("castle"), change)], clock
+        )
+
+    async def test_a_shared_threads_summary_parts_are_set_replaced_and_dropped_per_asker(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        await self._part(store, clock, "bob", "bob said two things", 10)
+        await self._part(store, clock, "ann", "ann said one", 11)
+        public = await store.read(ThreadKey.public("castle"))
+        assert public is not None
+        assert [(s.asker, s.text, s.tokens) for s in public.head.segments] == [
+            ("bob", "bob said two things", 4),
+            ("ann", "ann said one", 3),
+        ]
+        assert public.head.summary_text == "bob said two things\nann said one" and public.head.tokens == 4 + 5 + 4 + 3
+        await self._part(store, clock, "bob", "bob in short", 12)
+        await self._part(store, clock, "ann", "", 13)
+        public = await store.read(ThreadKey.public("castle"))
+        assert public is not None
+        assert [(s.asker, s.text) for s in public.head.segments] == [("bob", "bob in short")]
+        assert public.head.tokens == 4 + 5 + 3
+
+    async def test_erasing_an_asker_removes_their_part_of_a_shared_summary_and_exports_it_first(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        await self._part(store, clock, "ann", "ann asked about the base", 10)
+        await self._part(store, clock, "bob", "bob asked about wood", 11)
+        exported = await store.export_subject("castle", "ann")
+        assert [(p["thread"], p["agent"], p["summary"]) for p in exported["shared_thread_summaries"]] == [
+            ("public", None, "ann asked about the base")
+        ]
+        assert (await store.erase_subject("castle", "ann"))["shared_thread_summaries"] == 1
+        public = await store.read(ThreadKey.public("castle"))
+        assert public is not None and [s.asker for s in public.head.segments] == ["bob"]
+        assert public.head.tokens == 5 + 4 and "ann" not in public.render()
+        assert (await store.export_subject("castle", "ann"))["shared_thread_summaries"] == []
+
+    async def test_erasing_an_asker_whose_lines_all_folded_into_their_part_removes_the_part(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        public = ThreadKey.public("castle")
+        part = Segment("ann", "ann asks, folded", 3, clock)
+        fold = SessionChange(None, False, 3 - 4, clock, clock + TTL, remove=("p1",), count_delta=-1, segment=part)
+        assert await store.write([SessionWrite(Position("threads", 0, 10), public, fold)], clock) == [True]
+        erased = await store.erase_subject("castle", "ann")
+        assert (erased["shared_thread_lines"], erased["shared_thread_summaries"]) == (1, 1)  # her automation line
+        held = await store.read(public)
+        assert held is not None and held.head.segments == () and (held.head.tokens, held.head.count) == (5, 1)
+
 
 class TestInMemorySessionStore(SessionStoreContract):
     @pytest.fixture
@@ -291,6 +367,28 @@ class TestRedisSessionStore(SessionStoreContract):
         async for key in client.scan_iter(match=f"{settings.redis_prefix}:*"):
             await client.delete(key)
         await client.aclose()
+
+    async def test_an_askers_lines_index_lives_as_long_as_the_shared_thread_they_wrote_in(
+        self, store: SessionStore, settings: Settings, clock: int
+    ) -> None:
+        """Others keep a shared thread alive long after someone's last line: erasure must still find it."""
+        public = ThreadKey.public("castle")
+        early = SessionChange(
+            Exchange("p1", "ann", tokens=1, subject="ann"), False, 1, clock, clock + 60_000, count_delta=1
+        )
+        late = SessionChange(
+            Exchange("p2", "bob", tokens=1, subject="bob"), False, 1, clock, clock + TTL, count_delta=1
+        )
+        await store.write([SessionWrite(Position("threads", 0, 0), public, early)], clock)
+        await store.write([SessionWrite(Position("threads", 0, 1), public, late)], clock)
+        client = aioredis.Redis.from_url(settings.redis)
+        try:
+            ann_index = await client.pttl(lines_index(settings.redis_prefix, "castle", "ann"))
+            thread = await client.pttl(f"{thread_base(settings.redis_prefix, public)}:h")
+        finally:
+            await client.aclose()
+        assert TTL - 5_000 < thread <= ann_index <= TTL  # never without an expiry, never before the thread
+        assert (await store.erase_subject("castle", "ann"))["shared_thread_lines"] == 1
 
     async def test_the_session_expires_at_its_remaining_ttl(
         self, store: SessionStore, settings: Settings, clock: int, count_tokens: TokenCounter

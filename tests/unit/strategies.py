@@ -82,13 +82,15 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
             )
         )
     if kind == "fold":
+        segment = env.thread != "session" and draw(st.booleans())  # a shared thread's asker's part
         return ThreadFolded(
             env,
             draw(names),
             draw(texts),
-            tuple(draw(st.lists(names, min_size=1, max_size=5))),
+            tuple(draw(st.lists(names, min_size=0 if segment else 1, max_size=5))),
             draw(names),
             draw(st.booleans()),
+            segment,
         )
     if kind == "reset":
         return ThreadReset(env, draw(st.none() | texts), draw(st.none() | names))
@@ -139,8 +141,9 @@ def session_histories(draw: st.DrawFn, ttl_ms: int) -> list[ThreadEvent]:
         elif action == "side":  # another conversation of the thread never shows in the session
             events.append(QuestionAsked(env, f"side-{number}", "aside", conversation="side"))
         elif action == "fold":
-            covers = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
-            events.append(ThreadFolded(env, f"f{number}", draw(texts), tuple(covers), "extractive"))
+            segment = thread == "public" and draw(st.booleans())  # the asker's part of the public summary
+            covers = draw(st.lists(st.sampled_from(ids), min_size=0 if segment else 1, max_size=4, unique=True))
+            events.append(ThreadFolded(env, f"f{number}", draw(texts), tuple(covers), "extractive", segment=segment))
         elif action == "reset":
             events.append(ThreadReset(env))
     return events

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.archives import (
     DAY_MS,
+    ArchiveGeneration,
     ConversationMeta,
     ConversationRef,
     Entry,
+    InsertEntries,
     RetentionPolicy,
+    archived_form,
     binding,
     decode_cursor,
     encode_cursor,
     excerpt,
     index_terms,
     match,
+    plan_archive,
     plan_retention,
     rank,
     retention_reason,
 )
+from projections.position import Position
 from schemas.errors import InvalidEvent
+from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ToolCalled
 
 
 def _entry(seq: int, text: str, conversation: str = "main") -> Entry:
@@ -134,3 +142,45 @@ def test_retention_is_disabled_until_enabled_and_keeps_current_running_and_prote
     planned = plan_retention(metas, RetentionPolicy(enabled=True), now)
     assert [t.meta.ref.conversation for t in planned] == ["old-main-kind", "old-task", "old-sub"]
     assert retention_reason(metas[0], RetentionPolicy(enabled=True), now) == "the current conversation is protected"
+
+
+def _public(subject: str = "ann") -> Envelope:
+    return Envelope(tenant="t", subject=subject, thread="public", producer="p", occurred_at=5)
+
+
+def test_a_public_tool_call_is_never_archived_and_a_public_original_never_carries_tool_results() -> None:
+    """Seed 000: the public thread keeps the answers, not the tool results, which only the asker may see."""
+    whole = '{"question":"q","tool_calls":[{"name":"chest","result":{"diamond":12}}]}'
+    events: list[tuple[ThreadEvent, Position]] = [
+        (QuestionAsked(_public(), "x1", "what is in it?", original=whole), Position("threads", 0, 1)),
+        (ToolCalled(_public(), "x1", 0, "chest", "{}", '{"diamond":12}'), Position("threads", 0, 2)),
+        (AnswerGiven(_public(), "x1", "plenty"), Position("threads", 0, 3)),
+        (QuestionAsked(_public(), "x2", "and now?", original='{"question":"and now?"}'), Position("threads", 0, 4)),
+    ]
+    (insert,) = plan_archive(events)
+    assert isinstance(insert, InsertEntries)
+    assert [(e.entry_id, e.original) for e in insert.entries] == [
+        ("x1.q", None),
+        ("x1.a", None),
+        ("x2.q", '{"question":"and now?"}'),
+    ]
+    assert archived_form(events[1][0]) is None and "diamond" not in repr(insert)
+    in_session = replace(events[1][0], envelope=replace(_public(), thread="session"))
+    assert archived_form(in_session) == in_session  # the asker's own session keeps them
+
+
+def test_each_askers_part_of_a_shared_fold_is_their_own_entry_in_one_generation() -> None:
+    def part(asker: str, text: str, covers: tuple[str, ...], offset: int) -> tuple[ThreadEvent, Position]:
+        return ThreadFolded(_public(asker), "f1", text, covers, "extractive", segment=True), Position(
+            "threads", 0, offset
+        )
+
+    events = [part("ann", "ann's part", ("x1",), 7), part("bob", "bob's part", ("x2",), 8), part("cat", "", (), 9)]
+    ops = plan_archive(events)
+    generations = [op for op in ops if isinstance(op, ArchiveGeneration)]
+    assert {op.archive_id for op in generations} == {"compact:f1"} and len(generations) == 2
+    entries = [entry for op in ops if isinstance(op, InsertEntries) for entry in op.entries]
+    assert [(e.entry_id, e.subject, e.text) for e in entries] == [
+        ("fold.f1.7", "ann", "ann's part"),
+        ("fold.f1.8", "bob", "bob's part"),
+    ]  # cat's part was dropped: nothing to keep, and erasing ann takes hers with her

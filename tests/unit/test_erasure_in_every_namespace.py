@@ -41,7 +41,7 @@ from streams.steps.privacy import NamespaceData, SubjectData, erase
 from tests.contracts.clocks import Clock
 from tests.unit.test_privacy_step import everything_about, remember
 
-NOTHING = [None, [], [], [], [], [], [], None]
+NOTHING = [None, [], [], [], [], [], [], [], None]
 
 
 @pytest.fixture

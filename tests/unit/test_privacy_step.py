@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,6 +13,7 @@ from adapters.in_memory import (
     InMemoryArchiveStore,
     InMemoryConversationArchive,
     InMemoryExports,
+    InMemoryFactSlots,
     InMemoryFactStore,
     InMemoryIdempotency,
     InMemoryKeyVault,
@@ -23,7 +26,7 @@ from projections.facts import Fact, SubjectFacts
 from projections.ports import ArchivedEvent
 from projections.position import Position
 from projections.redaction import Redactor
-from projections.session import Exchange, SessionChange, SessionWrite, ThreadKey
+from projections.session import Exchange, Segment, SessionChange, SessionWrite, ThreadKey
 from projections.traces import trace_document
 from schemas.events import Envelope, QuestionAsked, RunTraced
 from streams.sealer import Sealer
@@ -33,23 +36,33 @@ T0 = 1_795_000_000_000
 DAY_MS = 86_400_000
 
 
-def subject_data() -> SubjectData:
+async def chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+async def stored_bundle(data: SubjectData, request_id: str) -> str:
+    return b"".join([part async for part in data.exports.read(request_id)]).decode()
+
+
+def subject_data(part_bytes: int = 4 * 1024 * 1024) -> SubjectData:
     vault = InMemoryKeyVault(os.urandom(32))
     return SubjectData(
         sessions=InMemorySessionStore(),
         facts=InMemoryFactStore(),
+        fact_slots=InMemoryFactSlots(),
         traces=InMemoryTraceStore(),
         archive=InMemoryArchiveStore(),
         conversations=InMemoryConversationArchive(),
         idempotency=InMemoryIdempotency(86_400),
-        exports=InMemoryExports(),
+        exports=InMemoryExports(part_bytes),
         vault=vault,
         ledger=InMemoryLedger(os.urandom(32)),
         sealer=Sealer(vault),
     )
 
 
-async def remember(data: SubjectData, subject: str, offset: int) -> None:
+async def remember(data: SubjectData, subject: str, offset: int, text: str = "") -> None:
     """One of everything memlog keeps about a subject, at log offset `offset` and after."""
     env = Envelope(tenant="castle", subject=subject, thread="session", producer="test", occurred_at=T0)
     exchange = Exchange(f"x{offset}", f"{subject} asks", tokens=3, subject=subject)
@@ -59,10 +72,14 @@ async def remember(data: SubjectData, subject: str, offset: int) -> None:
         )
         for key in [ThreadKey.session("castle", subject), ThreadKey.public("castle")]
     ]
+    part = Segment(subject, f"{subject} asked before", 3, T0)
+    fold = SessionChange(None, False, 3, T0, T0 + DAY_MS, segment=part)
+    writes.append(SessionWrite(Position("threads", 0, offset + 1), ThreadKey.public("castle"), fold))
     await data.sessions.write(writes, T0)
-    fact = Fact(f"f{offset}", "shared", None, f"{subject} likes tea", "subject", T0, T0)
+    await data.fact_slots.reserve("castle", subject, f"f{offset}", (), 30)
+    fact = Fact(f"f{offset}", "shared", None, text or f"{subject} likes tea", "subject", T0, T0)
     await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
-    run = RunTraced(env, f"run-{subject}", "ok", T0, T0)
+    run = RunTraced(env, f"run-{subject}" + (f"-{offset}" if offset else ""), "ok", T0, T0)
     await data.traces.append([trace_document(run, Redactor.build(), 7)])
     record = {"question": f"{subject} asks"}
     await data.archive.append(
@@ -71,7 +88,7 @@ async def remember(data: SubjectData, subject: str, offset: int) -> None:
     question = QuestionAsked(env, f"x{offset}", f"{subject} asks")
     await data.conversations.apply(plan_archive([(question, Position("threads", 0, offset))]))
     await data.idempotency.reserve("castle", "session", subject, f"k{offset}", subject)
-    await data.exports.put(f"old-export-{subject}", "castle", subject, "{}")
+    await data.exports.put(f"old-export-{subject}", "castle", subject, chunks(b"{}"))
     await data.vault.key_for_write("castle", subject)
 
 
@@ -80,6 +97,7 @@ async def everything_about(data: SubjectData, subject: str) -> list[object]:
     return [
         threads["session"],
         threads["shared_thread_lines"],
+        threads["shared_thread_summaries"],
         await data.facts.export_subject("castle", subject),
         await data.traces.export_subject("castle", subject),
         await data.archive.export_subject("castle", subject),
@@ -98,15 +116,17 @@ async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -
     assert entry["deleted"] == {
         "session_exchanges": 1,
         "shared_thread_lines": 1,
+        "shared_thread_summaries": 1,
         "idempotency_keys": 1,
         "facts": 1,
+        "fact_slots": 1,
         "traces": 1,
         "archived_events": 1,
         "conversation_entries": 2,  # the question's entry and its conversation
         "exports": 1,
         "data_keys": 1,
     }
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
     assert await data.vault.keys_by_id([ann_key]) == {}
     assert all(await everything_about(data, "bob"))
 
@@ -118,7 +138,7 @@ async def test_an_erasure_redelivered_repeats_the_deletes_and_keeps_the_first_le
     await remember(data, "ann", 20)  # what a rebuilt namespace would hold again
     again = await erase(data, "castle", "ann", "req-1", "op")
     assert again == first
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
     erased = await data.ledger.erased("castle", "ann")
     assert erased is not None and erased["_id"] == "req-1"
 
@@ -128,17 +148,29 @@ async def test_an_export_bundles_what_the_stores_hold_about_the_subject_once() -
     await remember(data, "ann", 0)
     await remember(data, "bob", 10)
     await export(data, "castle", "ann", "exp-1", "op")
-    stored = await data.exports.get("exp-1")
-    assert stored is not None
-    bundle = json.loads(stored["bundle"])
+    text = await stored_bundle(data, "exp-1")
+    bundle = json.loads(text)
     assert [fact["text"] for fact in bundle["facts"]] == ["ann likes tea"]
     assert [line["exchange_id"] for line in bundle["shared_thread_lines"]] == ["x0"]
     assert [run["run_id"] for run in bundle["traces"]] == ["run-ann"]
-    assert "bob" not in stored["bundle"]
+    assert "bob" not in text
+    # written section by section, it is the text json.dumps writes of the whole
+    assert text == json.dumps({**bundle, "exported_at": bundle["exported_at"]}, ensure_ascii=False, sort_keys=True)
     await data.facts.erase_subject("castle", "ann")
     await export(data, "castle", "ann", "exp-1", "op")  # redelivered: the bundle is made already
-    again = await data.exports.get("exp-1")
-    assert again is not None and again["bundle"] == stored["bundle"]
+    assert await stored_bundle(data, "exp-1") == text
+
+
+async def test_a_heavy_subjects_bundle_is_stored_in_parts_and_reads_back_whole() -> None:
+    data = subject_data(part_bytes=4096)
+    await remember(data, "ann", 0)
+    for number in range(1, 400):  # facts, archives and traces of some size, and text that is not UTF-8
+        await remember(data, "ann", number, text="é\ud800" + "x" * 50)
+    await export(data, "castle", "ann", "exp-1", "op")
+    stored = await data.exports.get("exp-1")
+    assert stored is not None and stored["parts"] > 10
+    bundle = json.loads(await stored_bundle(data, "exp-1"))
+    assert len(bundle["traces"]) == 400 and bundle["facts"][0]["text"].startswith("é\ud800")
 
 
 @pytest.mark.parametrize("kind", ["erased", "exported"])
@@ -150,3 +182,32 @@ async def test_each_request_is_recorded_in_the_ledger(kind: str) -> None:
     else:
         await export(data, "castle", "ann", "req-1", "op")
     assert [e["kind"] for e in await data.ledger.entries(tenant="castle", subject="ann")] == [kind]
+
+
+async def test_what_a_projection_opened_before_the_erasure_and_writes_after_it_is_deleted_too() -> None:
+    """A batch that opened the subject's records with their key, then wrote them after the deletes."""
+    data = subject_data()
+    await remember(data, "ann", 0)
+    opened, write_now = asyncio.Event(), asyncio.Event()
+    late = Exchange("x9", "ann asks late", tokens=3)
+
+    async def projection_batch() -> None:
+        async with data.sealer.batch():
+            opened.set()
+            await write_now.wait()
+            change = SessionChange(late, False, 3, T0, T0 + DAY_MS, count_delta=1)
+            await data.sessions.write(
+                [SessionWrite(Position("threads", 0, 50), ThreadKey.session("castle", "ann"), change)], T0
+            )
+
+    batch = asyncio.create_task(projection_batch())
+    await opened.wait()
+    erasing = asyncio.create_task(erase(data, "castle", "ann", "req-1", "op"))
+    await asyncio.sleep(0.05)
+    assert not erasing.done()  # everything is deleted, and the erasure waits for the batch
+    assert await data.sessions.read(ThreadKey.session("castle", "ann")) is None
+    write_now.set()
+    await batch
+    entry = await erasing
+    assert await data.sessions.read(ThreadKey.session("castle", "ann")) is None
+    assert entry["deleted"]["session_exchanges"] == 2  # the first delete's, and the late write's

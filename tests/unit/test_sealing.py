@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.in_memory import InMemoryKeyVault
 from projections.sealing import (
     PERSONAL,
     SealError,
@@ -21,7 +23,8 @@ from projections.sealing import (
 )
 from schemas.catalog import Catalog
 from schemas.codec import Codec
-from schemas.events import ThreadEvent, from_record, to_record
+from schemas.events import Envelope, ModelStep, RunTraced, ThreadEvent, from_record, to_record
+from streams.sealer import Sealer
 from tests.unit.strategies import thread_events
 
 CODEC = Codec(Catalog())
@@ -81,3 +84,17 @@ def test_a_data_key_unwraps_only_with_its_master_key_and_entry() -> None:
         unwrap_key(new_data_key(), "3:t:s\x1fk1", nonce, wrapped)
     with pytest.raises(SealError):
         unwrap_key(master, "3:t:other\x1fk1", nonce, wrapped)
+
+
+async def test_a_run_without_a_subject_travels_sealed_under_its_tenants_key() -> None:
+    vault = InMemoryKeyVault(os.urandom(32))
+    sealer = Sealer(vault)
+    env = Envelope(tenant="castle", agent="helper", thread="automation", producer="p")
+    run = RunTraced(env, "run-1", "ok", 0, 1, (ModelStep(0, "m", "the door code is 4711", "opened", 1, 1, 0, 1),))
+    record = await sealer.seal(run.TYPE, to_record(run))
+    decoded = CODEC.decode(CODEC.encode(run.TYPE, record))
+    assert b"4711" not in CODEC.encode(run.TYPE, record) and "4711" not in json.dumps(decoded.record, default=str)
+    tenant_key = await vault.key_for_write("castle", None)
+    assert decoded.record["envelope"]["sealed"]["key_id"] == tenant_key[0]
+    (opened,) = await sealer.open_many([(decoded.full_name, decoded.record)])
+    assert isinstance(opened, dict) and from_record(run.TYPE, opened) == run

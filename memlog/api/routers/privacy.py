@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from memlog.api.auth import OPERATOR_ONLY, requested_by
 from memlog.api.deps import ServicesDep
@@ -36,7 +36,7 @@ async def export_subject(tenant: str, subject: str, request: Request, services: 
     if not export.done or export.bundle is None:
         out = PrivacyOut(request_id=export.request_id, position=export.position.token(), done=False)
         return JSONResponse(out.model_dump(), status_code=202)
-    return Response(export.bundle, media_type="application/json")
+    return StreamingResponse(export.bundle, media_type="application/json")  # in parts: a bundle has no size limit
 
 
 @router.get("/v1/tenants/{tenant}/exports/{request_id}", dependencies=OPERATOR_ONLY)
@@ -44,7 +44,7 @@ async def export_bundle(tenant: str, request_id: str, services: ServicesDep) -> 
     bundle = await services.subject_requests.bundle(tenant, request_id)
     if bundle is None:
         raise NotFound(f"no export {request_id} (bundles are kept a day)")
-    return Response(bundle, media_type="application/json")
+    return StreamingResponse(bundle, media_type="application/json")
 
 
 @router.get("/v1/tenants/{tenant}/ledger", dependencies=OPERATOR_ONLY)
