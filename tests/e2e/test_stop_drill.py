@@ -9,9 +9,7 @@ purpose) behind for good.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,37 +19,13 @@ from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.reads import archived_questions, until_ok
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "drill"
 SUBJECTS = 6
 PER_SUBJECT = 80
 PACE_SECONDS = 0.5  # between one subject's exchanges: recording spans every stop and restart below
-DEADLINE_SECONDS = 300
-
-
-async def _until_ok(http: httpx.AsyncClient, url: str, params: dict[str, Any]) -> httpx.Response:
-    """A read after a position, retried while the (slow) projection catches up."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while True:
-        response = await http.get(url, params=params)
-        if response.status_code != 503 or time.monotonic() > deadline:
-            return response
-        await asyncio.sleep(0.5)
-
-
-async def _archived_questions(http: httpx.AsyncClient, subject: str, after: str) -> list[str]:
-    url = f"/v1/tenants/{TENANT}/threads/session:{subject}/conversations/main/export"
-    questions: list[str] = []
-    params: dict[str, Any] = {"after": after}
-    while True:
-        response = await _until_ok(http, url, params)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        questions += [e["text"] for e in page["entries"] if e["entry_id"].endswith(".q")]
-        if not page["next_cursor"]:
-            return questions
-        params = {"cursor": page["next_cursor"]}
 
 
 @pytest.mark.slow
@@ -130,17 +104,17 @@ async def test_every_projection_holds_every_event_once_across_stops_kills_and_a_
 
             for subject in subjects:
                 expected = [f"{subject} q{n}" for n in range(PER_SUBJECT)]
-                context = await _until_ok(
+                context = await until_ok(
                     http, f"/v1/tenants/{TENANT}/subjects/{subject}/context", {"after": last[subject]}
                 )
                 assert context.status_code == 200, context.text
                 assert [e["question"] for e in context.json()["exchanges"]] == expected, subject
-                assert await _archived_questions(http, subject, last[subject]) == expected, subject
+                assert await archived_questions(http, TENANT, subject, last[subject]) == expected, subject
                 facts = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/facts")
                 assert [f["text"] for f in facts.json()["facts"]] == [f"{subject} likes {PER_SUBJECT // 2}"]
-                shape = await _until_ok(http, f"/v1/tenants/{TENANT}/runs/run-{subject}", {"after": runs[subject]})
+                shape = await until_ok(http, f"/v1/tenants/{TENANT}/runs/run-{subject}", {"after": runs[subject]})
                 assert shape.status_code == 200, shape.text
-            ready = await _until_ok(http, "/readyz", {})
+            ready = await until_ok(http, "/readyz", {})
             assert ready.status_code == 200, ready.text
             print(f"\n{posted} exchanges; {'; '.join(chaos_log)}; every projection read back exactly once")
     finally:
