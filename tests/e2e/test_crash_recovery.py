@@ -13,6 +13,7 @@ from config.settings import Settings
 from memlog.processes import free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.reads import archived_questions
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 SUBJECTS = 100
@@ -85,8 +86,10 @@ async def test_every_exchange_is_in_its_session_exactly_once_after_a_sigkill(sta
                 assert response.status_code == 200, response.text
                 questions = [e["question"] for e in response.json()["exchanges"]]
                 assert questions == [f"{subject} q{n}" for n in range(PER_SUBJECT)], subject
+                archived = await archived_questions(http, "crash", subject, position)
+                assert archived == [f"{subject} q{n}" for n in range(PER_SUBJECT)], subject
             print(
-                f"all {SUBJECTS * PER_SUBJECT} exchanges read back exactly once, in order, "
+                f"all {SUBJECTS * PER_SUBJECT} exchanges read back exactly once, in order, from sessions and archive "
                 f"{time.monotonic() - started:.1f}s after the first post"
             )
     finally:

@@ -1,5 +1,6 @@
 """Workers stopped (SIGTERM, SIGKILL) and rebalanced while exchanges are recorded and one projection
-is slow: every projection's store holds every event exactly once.
+is slow: every projection's store (sessions, archive, facts, fact activity, traces, privacy) holds
+every event exactly once.
 
 Faust commits one offset per partition for every projection of a topic; before projections resumed
 from their own checkpoints, a stop mid-batch left the slowest one (the archive, here made slow on
@@ -9,49 +10,24 @@ purpose) behind for good.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.services import open_services
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.reads import archived_questions, until_ok
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "drill"
 SUBJECTS = 6
 PER_SUBJECT = 80
 PACE_SECONDS = 0.5  # between one subject's exchanges: recording spans every stop and restart below
-DEADLINE_SECONDS = 300
-
-
-async def _until_ok(http: httpx.AsyncClient, url: str, params: dict[str, Any]) -> httpx.Response:
-    """A read after a position, retried while the (slow) projection catches up."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while True:
-        response = await http.get(url, params=params)
-        if response.status_code != 503 or time.monotonic() > deadline:
-            return response
-        await asyncio.sleep(0.5)
-
-
-async def _archived_questions(http: httpx.AsyncClient, subject: str, after: str) -> list[str]:
-    url = f"/v1/tenants/{TENANT}/threads/session:{subject}/conversations/main/export"
-    questions: list[str] = []
-    params: dict[str, Any] = {"after": after}
-    while True:
-        response = await _until_ok(http, url, params)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        questions += [e["text"] for e in page["entries"] if e["entry_id"].endswith(".q")]
-        if not page["next_cursor"]:
-            return questions
-        params = {"cursor": page["next_cursor"]}
 
 
 @pytest.mark.slow
@@ -63,6 +39,7 @@ async def test_every_projection_holds_every_event_once_across_stops_kills_and_a_
     api = start_api(settings, LOGS)
     last: dict[str, str] = {}
     runs: dict[str, str] = {}
+    erasure: list[str] = []
     posted = 0
     chaos_log: list[str] = []
     try:
@@ -124,23 +101,52 @@ async def test_every_projection_holds_every_event_once_across_stops_kills_and_a_
                 workers[0].stop()  # and back to one
                 chaos_log.append(f"first worker stopped at {posted}")
 
+            for n in range(3):  # a subject erased while the workers are stopped and started
+                gone = await http.post(
+                    "/v1/exchanges", json={"tenant": TENANT, "subject": "gone", "question": f"gone {n}", "answer": "a"}
+                )
+                assert gone.status_code == 202, gone.text
+
+            async def erase_midway() -> None:
+                await at(SUBJECTS * PER_SUBJECT // 5)
+                erased = await http.post(f"/v1/tenants/{TENANT}/subjects/gone/erase", json={"reason": "drill"})
+                assert erased.status_code == 200, erased.text
+                erasure.append(erased.json()["request_id"])
+
             subjects = [f"p{i}" for i in range(SUBJECTS)]
-            await asyncio.gather(chaos(), *(record(s) for s in subjects))
+            await asyncio.gather(chaos(), erase_midway(), *(record(s) for s in subjects))
             assert len(chaos_log) == 4 and all(f"at {posted}" not in step for step in chaos_log), chaos_log
 
             for subject in subjects:
                 expected = [f"{subject} q{n}" for n in range(PER_SUBJECT)]
-                context = await _until_ok(
+                context = await until_ok(
                     http, f"/v1/tenants/{TENANT}/subjects/{subject}/context", {"after": last[subject]}
                 )
                 assert context.status_code == 200, context.text
                 assert [e["question"] for e in context.json()["exchanges"]] == expected, subject
-                assert await _archived_questions(http, subject, last[subject]) == expected, subject
+                assert await archived_questions(http, TENANT, subject, last[subject]) == expected, subject
                 facts = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/facts")
                 assert [f["text"] for f in facts.json()["facts"]] == [f"{subject} likes {PER_SUBJECT // 2}"]
-                shape = await _until_ok(http, f"/v1/tenants/{TENANT}/runs/run-{subject}", {"after": runs[subject]})
+                shape = await until_ok(http, f"/v1/tenants/{TENANT}/runs/run-{subject}", {"after": runs[subject]})
                 assert shape.status_code == 200, shape.text
-            ready = await _until_ok(http, "/readyz", {})
+            # fact activity: each subject's facts are kept from its last question on
+            async with open_services(settings) as services:
+                for subject in subjects:
+                    context = (await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context")).json()
+                    state = await services.facts.load(TENANT, subject)
+                    assert state is not None
+                    assert state.last_question_at == max(e["occurred_at"] for e in context["exchanges"]), subject
+            # privacy: the erasure applied once, and an export made after everything holds it all
+            gone = await until_ok(http, f"/v1/tenants/{TENANT}/subjects/gone/context", {})
+            assert gone.json()["exchanges"] == []
+            ledger = (await http.get(f"/v1/tenants/{TENANT}/ledger", params={"subject": "gone"})).json()
+            # the ledger (shared by every run on this stack) holds this erasure once
+            assert [e["kind"] for e in ledger if e["id"] == erasure[0]] == ["erased"], ledger
+            exported = await http.post(f"/v1/tenants/{TENANT}/subjects/p0/export")
+            assert exported.status_code == 200, exported.text
+            bundle = exported.json()
+            assert len(bundle["session"]["exchanges"]) == PER_SUBJECT and len(bundle["facts"]) == 1
+            ready = await until_ok(http, "/readyz", {})
             assert ready.status_code == 200, ready.text
             print(f"\n{posted} exchanges; {'; '.join(chaos_log)}; every projection read back exactly once")
     finally:
