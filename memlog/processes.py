@@ -134,3 +134,15 @@ def start_api(settings: Settings, log_dir: Path) -> MemlogProcess:
         if api.process.poll() is not None or time.monotonic() > deadline:
             raise ProcessFailed(f"api did not start:\n{api.output()[-3000:]}")
         time.sleep(0.2)
+
+
+def run_cli(settings: Settings, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`memlog ARGS` as a process with these settings: its exit code and output, whatever they are."""
+    return subprocess.run(
+        [sys.executable, "-m", "memlog", *args],
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import free_port, settings_env, start_api, start_worker
+from memlog.processes import free_port, run_cli, start_api, start_worker
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from schemas.errors import DecodeError
@@ -299,17 +297,6 @@ async def scan_everything(settings: Settings, values: list[str]) -> tuple[Scan, 
     return scan, databases
 
 
-def memlog_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memlog", *args],
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 @pytest.mark.timeout(900)
 async def test_an_erased_subject_leaves_no_plaintext_in_any_topic_key_or_document(stack: Settings) -> None:
     settings = unique_settings(
@@ -350,7 +337,7 @@ async def test_an_erased_subject_leaves_no_plaintext_in_any_topic_key_or_documen
             live, _ = await scan_everything(settings, values)
             assert live.found == {}, f"after the erasure: {live.found}"
 
-            replayed = memlog_cli(settings, "replay", "--projection", "all")
+            replayed = run_cli(settings, "replay", "--projection", "all")
             assert replayed.returncode == 0, replayed.stdout + replayed.stderr
             scan, databases = await scan_everything(settings, values + sorted(kept.values.values()))
         survivors = {value: places for value, places in scan.found.items() if value in values}

@@ -15,7 +15,7 @@ import pytest
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
+from memlog.processes import free_port, run_cli, start_api, start_worker
 from memlog.services import open_services
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
 from streams.topics import ensure_topics
@@ -26,7 +26,6 @@ from tests.e2e.test_privacy import (
     LOGS,
     TENANT,
     marks,
-    memlog_cli,
     mongo_dump,
     record_everything,
     redis_dump,
@@ -81,10 +80,10 @@ async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_nam
             assert read.status_code == 200, read.text
 
             # one replay switches (the first namespace becomes previous), one is built and left
-            switched = memlog_cli(settings, "replay", "--projection", "all")
+            switched = run_cli(settings, "replay", "--projection", "all")
             assert switched.returncode == 0, switched.stdout + switched.stderr
             active = replayed_into(switched.stdout)
-            left = memlog_cli(settings, "replay", "--projection", "facts", "--no-switch")
+            left = run_cli(settings, "replay", "--projection", "facts", "--no-switch")
             assert left.returncode == 0, left.stdout + left.stderr
             abandoned = replayed_into(left.stdout)
             assert await namespace_states(settings) == {
@@ -100,7 +99,7 @@ async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_nam
                 assert mark in before, mark
 
             # the worker follows the switch, then erases in every namespace
-            erased = memlog_cli(settings, "erase", TENANT, GONE)
+            erased = run_cli(settings, "erase", TENANT, GONE)
             assert erased.returncode == 0, erased.stdout + erased.stderr
             after = await everything(settings)
             assert GONE not in after and GONE.upper() not in after  # not even the name, keys included
@@ -113,7 +112,7 @@ async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_nam
             assert set(entry["deleted_elsewhere"]) < {settings.namespace, active, abandoned}, entry
             assert all(count > 0 for count in entry["deleted_elsewhere"].values()), entry
 
-            listed = memlog_cli(settings, "namespaces", "list")
+            listed = run_cli(settings, "namespaces", "list")
             assert listed.returncode == 0, listed.stderr
             assert {line.split()[0] for line in listed.stdout.splitlines()[1:]} == {
                 settings.namespace,
@@ -121,9 +120,9 @@ async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_nam
                 abandoned,
             }
             for name in (settings.namespace, abandoned):
-                dropped = memlog_cli(settings, "namespaces", "drop", name)
+                dropped = run_cli(settings, "namespaces", "drop", name)
                 assert dropped.returncode == 0 and f"dropped {name}" in dropped.stdout, dropped.stderr
-            refused = memlog_cli(settings, "namespaces", "drop", active)
+            refused = run_cli(settings, "namespaces", "drop", active)
             assert refused.returncode == 1 and "is the active namespace" in refused.stderr
             assert await namespace_states(settings) == {active: ACTIVE}
             databases = [name for name in await app_databases(settings) if name != settings.privacy_database]
@@ -149,7 +148,7 @@ async def test_a_replay_of_facts_with_the_switch_keeps_sessions_and_archive_read
             for mark in shown:
                 assert mark in before, mark
 
-            replayed = memlog_cli(settings, "replay", "--projection", "facts")
+            replayed = run_cli(settings, "replay", "--projection", "facts")
             assert replayed.returncode == 0, replayed.stdout + replayed.stderr
             assert "rebuilding sessions, archives, traces as well" in replayed.stderr, replayed.stderr
             assert "rebuilt: sessions, archives, facts, traces" in replayed.stdout, replayed.stdout

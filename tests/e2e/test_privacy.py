@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_privacy import KEYS_PER_QUERY
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import free_port, settings_env, start_api, start_worker
+from memlog.processes import free_port, run_cli, start_api, start_worker
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from schemas.events import now_ms
@@ -158,17 +156,6 @@ async def decrypted_topics(settings: Settings) -> tuple[str, int]:
     return "\n".join(texts), shredded
 
 
-def memlog_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memlog", *args],
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 @pytest.mark.timeout(900)
 async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack: Settings) -> None:
     settings = unique_settings(stack, api_port=free_port())
@@ -246,7 +233,7 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
 
             # replay every topic into a fresh namespace: the erased subject's old data stays gone
             previous = settings.namespace
-            replayed = memlog_cli(settings, "replay", "--projection", "all")
+            replayed = run_cli(settings, "replay", "--projection", "all")
             assert replayed.returncode == 0, replayed.stdout + replayed.stderr
             assert "skipped" in replayed.stdout and "erased" in replayed.stdout, replayed.stdout
             rebuilt = replayed.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
@@ -256,19 +243,19 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
             for mark in marks(GONE):
                 assert mark not in dump, mark
             assert "third start" in dump and marks(KEPT)[0] in dump
-            verified = memlog_cli(settings, "verify", previous, rebuilt)
+            verified = run_cli(settings, "verify", previous, rebuilt)
             assert verified.returncode == 0, verified.stdout + verified.stderr
             assert verified.stdout.strip().endswith("identical")
 
             # the same rebuild by two processes sharing the partitions: the same result, the same skips
-            shared = memlog_cli(settings, "replay", "--projection", "all", "--workers", "2", "--no-switch")
+            shared = run_cli(settings, "replay", "--projection", "all", "--workers", "2", "--no-switch")
             assert shared.returncode == 0, shared.stdout + shared.stderr
             assert "reads still use" in shared.stdout, shared.stdout
             again_rebuilt = shared.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
             assert again_rebuilt != rebuilt
             skips = [line for line in replayed.stdout.splitlines() if line.startswith("skipped")]
             assert skips and skips == [line for line in shared.stdout.splitlines() if line.startswith("skipped")]
-            verified = memlog_cli(settings, "verify", previous, again_rebuilt)
+            verified = run_cli(settings, "verify", previous, again_rebuilt)
             assert verified.returncode == 0, verified.stdout + verified.stderr
             assert verified.stdout.strip().endswith("identical")
 
@@ -292,13 +279,13 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
                 await asyncio.sleep(0.2)
             assert status["state"] == "done" and status["events"] > 0 and not status["switched"], status
             assert status["skipped_events"] > 0 and "erased" in status["skipped_because"][0], status
-            cli = memlog_cli(settings, "erase", TENANT, KEPT)
+            cli = run_cli(settings, "erase", TENANT, KEPT)
             assert cli.returncode == 0 and f"erased {KEPT}" in cli.stdout, cli.stdout + cli.stderr
             gone = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")
             assert marks(KEPT)[0] not in gone.text
-            exported = memlog_cli(settings, "export", TENANT, KEPT)
+            exported = run_cli(settings, "export", TENANT, KEPT)
             assert exported.returncode == 0 and json.loads(exported.stdout)["facts"] == [], exported.stderr
-            assert "erased" in memlog_cli(settings, "ledger", TENANT).stdout
+            assert "erased" in run_cli(settings, "ledger", TENANT).stdout
     finally:
         api.stop()
         worker.stop()

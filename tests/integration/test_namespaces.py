@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import uuid
 from typing import Any
 
 import pytest
 
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.processes import run_cli
 from memlog.services import Services
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
 from projections.position import Position
@@ -144,31 +141,20 @@ async def test_dropping_a_namespace_removes_its_database_and_keys_and_nothing_of
     await services.namespaces.drop(names[2])
 
 
-def memlog_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memlog", *args],
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 async def test_the_namespaces_command_lists_them_and_drops_one_but_never_the_active_one(services: Services) -> None:
     settings = services.settings
     old = f"{settings.namespace}-r20250101000000"
     await services.shared.namespaces.building(old, "replay of facts by cli")
     await services.shared.namespaces.abandon(old, "built with --no-switch")
-    listed = memlog_cli(settings, "namespaces", "list")
+    listed = run_cli(settings, "namespaces", "list")
     assert listed.returncode == 0, listed.stderr
     rows = {line.split()[0]: line.split()[1] for line in listed.stdout.splitlines()[1:]}
     assert rows == {settings.namespace: ACTIVE, old: ABANDONED}
     assert "built with --no-switch" in listed.stdout
-    refused = memlog_cli(settings, "namespaces", "drop", settings.namespace)
+    refused = run_cli(settings, "namespaces", "drop", settings.namespace)
     assert refused.returncode == 1 and "is the active namespace" in refused.stderr
-    unknown = memlog_cli(settings, "namespaces", "drop", "never-was")
+    unknown = run_cli(settings, "namespaces", "drop", "never-was")
     assert unknown.returncode == 1 and "no namespace never-was" in unknown.stderr
-    dropped = memlog_cli(settings, "namespaces", "drop", old)
+    dropped = run_cli(settings, "namespaces", "drop", old)
     assert dropped.returncode == 0 and f"dropped {old} (abandoned)" in dropped.stdout, dropped.stderr
     assert [e.namespace for e in await services.shared.namespaces.entries()] == [settings.namespace]
