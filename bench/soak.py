@@ -27,6 +27,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from adapters.connections import kafka_options
 from config.settings import Settings
+from memlog.conversations import conversation_ref
 from memlog.localstack import LocalStack
 from memlog.processes import MemlogProcess, isolated, start_worker
 from memlog.services import Services, open_services
@@ -47,6 +48,24 @@ class Samples:
     kills: list[float] = field(default_factory=list)
     produced: int = 0
     produce_retries: int = 0
+
+
+async def session_questions(services: Services, subject: str) -> list[str]:
+    session = await services.sessions.read(ThreadKey.session(TENANT, subject))
+    return [e.question for e in session.exchanges] if session else []
+
+
+async def archived_questions(services: Services, subject: str) -> list[str]:
+    """The questions of the subject's archived conversation, paged as the transcript export pages them."""
+    ref = conversation_ref(TENANT, f"session:{subject}", "main")
+    found: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await services.threads(read_only=True).export(ref, archives="current", limit=500, cursor=cursor)
+        found += [e["text"] for e in page["entries"] if e["entry_id"].endswith(".q")]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return found
 
 
 def rss_mb(pid: int) -> float:
@@ -173,20 +192,21 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
             print(f"caught up {time.monotonic() - producing - produced_in:.1f}s after the last exchange")
             stop.set()
             await sampling
-            missing = doubled = disordered = 0
-            for subject, count in enumerate(counts):
-                session = await services.sessions.read(ThreadKey.session(TENANT, f"s{subject:05d}"))
-                questions = [e.question for e in session.exchanges] if session else []
-                expected = [f"s{subject:05d} q{n}" for n in range(count)]
-                missing += len(set(expected) - set(questions))
-                doubled += len(questions) - len(set(questions))
-                if sorted(set(questions)) == sorted(expected) and list(dict.fromkeys(questions)) != expected:
-                    disordered += 1
-            verdict = "every exchange applied exactly once, in order" if not (missing or doubled or disordered) else ""
-            print(
-                f"read back {sum(counts):,} exchanges of {subjects} sessions: {missing} missing, {doubled} doubled, "
-                f"{disordered} sessions out of order. {verdict}"
-            )
+            for store, read in (("sessions", session_questions), ("archive", archived_questions)):
+                missing = doubled = disordered = 0
+                for subject, count in enumerate(counts):
+                    questions = await read(services, f"s{subject:05d}")
+                    expected = [f"s{subject:05d} q{n}" for n in range(count)]
+                    missing += len(set(expected) - set(questions))
+                    doubled += len(questions) - len(set(questions))
+                    if sorted(set(questions)) == sorted(expected) and list(dict.fromkeys(questions)) != expected:
+                        disordered += 1
+                once = not (missing or doubled or disordered)
+                print(
+                    f"{store}: read back {sum(counts):,} exchanges of {subjects} subjects: {missing} missing, "
+                    f"{doubled} doubled, {disordered} out of order."
+                    + (" Every exchange applied exactly once, in order." if once else "")
+                )
     finally:
         stop.set()
         await consumer.stop()
