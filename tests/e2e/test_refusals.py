@@ -62,7 +62,20 @@ def exchange(subject: str, **extra: Any) -> dict[str, Any]:
 
 def raw_request(port: int, head: str, body: bytes, timeout: float = 10.0) -> bytes:
     """Send a request's head and part of its body, then read whatever the server answers within
-    `timeout`: a server that waits for the rest of the body answers nothing."""
+    `timeout`: a server that waits for the rest of the body answers nothing.
+
+    A server that answers before reading everything sent closes with unread bytes, and the kernel may
+    then reset the connection before its answer is read; such an attempt is made again (at most 3)."""
+    for attempt in range(3):
+        try:
+            return _one_raw_request(port, head, body, timeout)
+        except (ConnectionResetError, BrokenPipeError):
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _one_raw_request(port: int, head: str, body: bytes, timeout: float) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(head.encode("latin-1") + b"\r\n" + body)
         answer = b""
@@ -102,7 +115,8 @@ def test_a_request_without_a_credential_is_refused_before_its_body_is_read(guard
 def test_a_body_announced_past_the_limit_is_refused_before_it_is_read(
     guarded: Settings, credential: tuple[str, ...]
 ) -> None:
-    answer = raw_request(guarded.api_port, head("/v1/exchanges", 100_000_000, *credential), b"{" + b" " * 1000)
+    # only the head: a server that waited for the announced body would never answer
+    answer = raw_request(guarded.api_port, head("/v1/exchanges", 100_000_000, *credential), b"")
     assert status_of(answer) == 413 and b"MEMLOG_MAX_BODY_BYTES" in answer
 
 
