@@ -272,10 +272,12 @@ async def test_a_mongodb_outage_mid_stream_loses_and_doubles_nothing(stack: Sett
         unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port()),
         local_stack,
         "mongo",
-        ("archive", "sessions"),
+        ("archive",),
     )
-    # sessions wait too: opening sealed events needs the key vault in MongoDB beyond the cached keys
-    assert tally.worker_unavailable["archive"] == "1.0" and tally.worker_unavailable["sessions"] == "1.0"
+    # The archive writes to MongoDB, so it waits. Sessions wait only if they must open a sealed event
+    # whose key is not cached while MongoDB is away, which depends on how far behind they were when it
+    # stopped (no new event arrives meanwhile: the API answers 503), so that is not asserted.
+    assert tally.worker_unavailable["archive"] == "1.0"
     # the probe is a new subject: its data key cannot be cached, so the write waits for the vault (503)
     assert tally.write_while_down == [503]
 

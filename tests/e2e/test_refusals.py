@@ -80,7 +80,7 @@ def _one_raw_request(port: int, head: str, body: bytes, timeout: float) -> bytes
         sock.sendall(head.encode("latin-1") + b"\r\n" + body)
         answer = b""
         deadline = time.monotonic() + timeout
-        while b"\r\n\r\n" not in answer and time.monotonic() < deadline:
+        while not _complete(answer) and time.monotonic() < deadline:
             try:
                 chunk = sock.recv(65_536)
             except TimeoutError:
@@ -89,6 +89,18 @@ def _one_raw_request(port: int, head: str, body: bytes, timeout: float) -> bytes
                 break
             answer += chunk
         return answer
+
+
+def _complete(answer: bytes) -> bool:
+    """The head and as much body as its Content-Length announces have arrived (they may come apart)."""
+    if b"\r\n\r\n" not in answer:
+        return False
+    head, body = answer.split(b"\r\n\r\n", 1)
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return True
 
 
 def status_of(answer: bytes) -> int:
