@@ -180,6 +180,16 @@ class ConversationArchiveContract:
         assert [e.entry_id for e in current] == ["x1.q"]
         assert sorted(e.entry_id for e in history) == ["x0.q", "x1.q"]
 
+    async def test_a_late_sorting_word_of_a_5000_token_entry_is_a_candidate(self, archive: ConversationArchive) -> None:
+        log = Log()
+        words = [f"w{n:05d}" for n in range(4_999)] + ["zymurgy"]  # 5,000 distinct; the last sorts last
+        await _apply(archive, log.exchange(0, "a long tool result", " ".join(words)))
+        for word in ("zymurgy", "w04998", "w00000"):
+            found = await archive.candidates(
+                "castle", "session", "ann", [word], conversation=None, scope="current", snapshot=99
+            )
+            assert [e.entry_id for e in found] == ["x0.a"], word
+
     async def test_erase_subject_removes_entries_and_conversations(self, archive: ConversationArchive) -> None:
         log = Log()
         await _apply(archive, log.exchange(0, "q", "a"))
