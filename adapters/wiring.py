@@ -25,7 +25,6 @@ from adapters.mongo_privacy import (
     MongoNamespaceRegistry,
 )
 from adapters.mongo_store import (
-    MongoArchiveStore,
     MongoCheckpoints,
     MongoFactSlots,
     MongoFactStore,
@@ -36,7 +35,6 @@ from adapters.redis_store import RedisCounters, RedisSessionStore, redis_errors
 from config.settings import Settings
 from projections.namespaces import valid_name
 from projections.ports import (
-    ArchiveStore,
     Checkpoints,
     ConversationArchive,
     Counters,
@@ -73,7 +71,6 @@ class Stores:
     database: AsyncDatabase[dict[str, Any]]
     sessions: SessionStore
     counters: Counters
-    archive: ArchiveStore
     archive_checkpoints: Checkpoints
     facts: FactStore
     fact_activity: Checkpoints
@@ -101,7 +98,6 @@ def open_stores(
 ) -> Stores:
     scoped = settings.model_copy(update={"namespace": namespace})
     database = mongo[scoped.mongo_db_name]
-    archive = MongoArchiveStore(database)
     facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
     conversations = MongoConversationArchive(database)
@@ -132,7 +128,6 @@ def open_stores(
         database=database,
         sessions=RedisSessionStore(redis, scoped.redis_prefix),
         counters=RedisCounters(redis, scoped.redis_prefix),
-        archive=archive,
         archive_checkpoints=MongoCheckpoints(database, "archive"),
         facts=facts,
         fact_activity=MongoCheckpoints(database, "facts-activity"),
@@ -142,7 +137,6 @@ def open_stores(
         idempotency=idempotency,
         fact_slots=fact_slots,
         _prepares=(
-            archive.prepare,
             conversations.prepare,
             facts.prepare,
             traces.prepare,

@@ -14,7 +14,6 @@ from adapters.in_memory.privacy import (
     WrappedKey,
 )
 from adapters.in_memory.stores import (
-    InMemoryArchiveStore,
     InMemoryCheckpoints,
     InMemoryCounters,
     InMemoryFactSlots,
@@ -24,7 +23,6 @@ from adapters.in_memory.stores import (
 )
 
 __all__ = [
-    "InMemoryArchiveStore",
     "InMemoryCheckpoints",
     "InMemoryConversationArchive",
     "InMemoryCounters",

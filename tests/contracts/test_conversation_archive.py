@@ -221,3 +221,23 @@ class TestMongoConversationArchive(ConversationArchiveContract):
         yield store
         await client.drop_database(settings.mongo_db_name)
         await client.close()
+
+
+async def test_the_legacy_raw_copy_is_dropped_and_erased(settings: Settings) -> None:
+    """The `archive` collection of raw events memlog kept before issue 17 goes at prepare, and an
+    erasure deletes what an older worker still wrote there during an upgrade."""
+    client = mongo_client(settings.mongo)
+    database = client[settings.mongo_db_name]
+    try:
+        await database["archive"].insert_one({"_id": "threads:0:0", "tenant": "castle", "subject": "ann"})
+        store = MongoConversationArchive(database)
+        await store.prepare()
+        assert "archive" not in await database.list_collection_names()
+        await database["archive"].insert_many(
+            [{"_id": "threads:0:1", "tenant": "castle", "subject": "ann"}, {"_id": "threads:0:2", "tenant": "castle"}]
+        )
+        assert await store.erase_subject("castle", "ann") == 1
+        assert await database["archive"].count_documents({}) == 1
+    finally:
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()
