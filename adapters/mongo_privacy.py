@@ -152,9 +152,18 @@ class MongoLedger:
             return await self._ledger.find_one({"_id": entry_id})
 
     async def entries(
-        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+        self,
+        *,
+        tenant: str | None = None,
+        subject: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[dt.datetime, str] | None = None,
     ) -> list[dict[str, Any]]:
         query: dict[str, Any] = {}
+        if before is not None:
+            at, entry_id = before
+            query["$or"] = [{"at": {"$lt": at}}, {"at": at, "_id": {"$lt": entry_id}}]
         if tenant is not None:
             query["tenant"] = tenant
         if subject is not None:
@@ -164,7 +173,8 @@ class MongoLedger:
         if kind is not None:
             query["kind"] = kind
         with mongo_errors():
-            return await self._ledger.find(query).sort("at", DESCENDING).limit(limit).to_list()
+            order = [("at", DESCENDING), ("_id", DESCENDING)]
+            return await self._ledger.find(query).sort(order).limit(limit).to_list()
 
     async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
         """The latest completed erasure of a subject, if any."""

@@ -102,7 +102,13 @@ class InMemoryLedger:
         return copy.deepcopy(self._entries.get(entry_id))
 
     async def entries(
-        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+        self,
+        *,
+        tenant: str | None = None,
+        subject: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[dt.datetime, str] | None = None,
     ) -> list[dict[str, Any]]:
         digest = None
         if subject is not None:
@@ -115,8 +121,9 @@ class InMemoryLedger:
             if tenant in (None, entry.get("tenant"))
             and digest in (None, entry.get("subject_digest"))
             and kind in (None, entry["kind"])
+            and (before is None or (entry["at"], entry["_id"]) < before)
         ]
-        found.sort(key=lambda entry: entry["at"], reverse=True)
+        found.sort(key=lambda entry: (entry["at"], entry["_id"]), reverse=True)
         return copy.deepcopy(found[:limit])
 
     async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:

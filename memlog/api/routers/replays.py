@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from memlog.api.auth import OPERATOR_ONLY, requested_by
-from memlog.api.deps import ServicesDep
+from memlog.api.deps import NOT_FOUND, ServicesDep
 from memlog.api.models import ReplayIn
 from schemas.errors import NotFound
 
@@ -22,7 +22,7 @@ async def start_replay(body: ReplayIn, request: Request, services: ServicesDep) 
     )
 
 
-@router.get("/v1/replays/{replay_id}", dependencies=OPERATOR_ONLY)
+@router.get("/v1/replays/{replay_id}", dependencies=OPERATOR_ONLY, responses=NOT_FOUND)
 async def replay_status(replay_id: str, services: ServicesDep) -> dict[str, Any]:
     status = services.replays.status(replay_id)
     if status is None:
