@@ -23,6 +23,7 @@ from adapters.mongo_privacy import (
     MongoLedger,
     MongoNamespacePointer,
     MongoNamespaceRegistry,
+    MongoReplayRecords,
 )
 from adapters.mongo_store import (
     MongoCheckpoints,
@@ -46,6 +47,7 @@ from projections.ports import (
     Ledger,
     NamespacePointer,
     NamespaceRegistry,
+    ReplayRecords,
     SessionStore,
     TraceStore,
 )
@@ -158,6 +160,7 @@ class PrivacyStores:
     exports: Exports
     pointer: NamespacePointer
     namespaces: NamespaceRegistry
+    replays: ReplayRecords
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
@@ -171,6 +174,7 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
     ledger = MongoLedger(database, master)
     exports = MongoExports(database)
     namespaces = MongoNamespaceRegistry(database, settings.app_id)
+    replays = MongoReplayRecords(database, settings.app_id)
     return PrivacyStores(
         database=database,
         vault=vault,
@@ -178,7 +182,8 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
         exports=exports,
         pointer=MongoNamespacePointer(database, settings.app_id),
         namespaces=namespaces,
-        _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare),
+        replays=replays,
+        _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare, replays.prepare),
     )
 
 

@@ -250,7 +250,7 @@ class Services:
 
     @property
     def replays(self) -> Replays:
-        return self._use_once("replays", lambda: Replays(self.settings))
+        return self._use_once("replays", lambda: Replays(self.settings, self.shared.replays))
 
     @property
     def namespaces(self) -> Namespaces:

@@ -34,6 +34,7 @@ __all__ = [
     "NamespaceEntry",
     "NamespacePointer",
     "NamespaceRegistry",
+    "ReplayRecords",
     "SessionStore",
     "ThreadKey",
     "TraceStore",
@@ -376,6 +377,21 @@ class NamespacePointer(Protocol):
 
     async def switch(self, namespace: str, **info: Any) -> None:
         """Point at `namespace`, noting `info` with it (the previous namespace, when, which projections)."""
+        ...
+
+
+class ReplayRecords(Protocol):
+    """Replays an operator started through the API, one record each by id (projections.replays), kept
+    in the shared privacy database: their state outlives the API process that runs them."""
+
+    async def save(self, replay_id: str, record: dict[str, Any]) -> None:
+        """Store the replay's record, replacing what it held."""
+        ...
+
+    async def get(self, replay_id: str) -> dict[str, Any] | None: ...
+
+    async def running(self) -> list[dict[str, Any]]:
+        """The records whose state is `running`."""
         ...
 
 

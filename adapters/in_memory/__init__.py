@@ -11,6 +11,7 @@ from adapters.in_memory.privacy import (
     InMemoryLedger,
     InMemoryNamespacePointer,
     InMemoryNamespaceRegistry,
+    InMemoryReplayRecords,
     WrappedKey,
 )
 from adapters.in_memory.stores import (
@@ -34,6 +35,7 @@ __all__ = [
     "InMemoryLedger",
     "InMemoryNamespacePointer",
     "InMemoryNamespaceRegistry",
+    "InMemoryReplayRecords",
     "InMemorySessionStore",
     "InMemoryTraceStore",
     "WrappedKey",

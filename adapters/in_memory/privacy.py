@@ -252,3 +252,18 @@ class InMemoryNamespaceRegistry:
 
     async def remove(self, namespace: str) -> None:
         self._entries.pop(namespace, None)
+
+
+class InMemoryReplayRecords:
+    def __init__(self) -> None:
+        self._records: dict[str, dict[str, Any]] = {}
+
+    async def save(self, replay_id: str, record: dict[str, Any]) -> None:
+        self._records[replay_id] = copy.deepcopy(record)
+
+    async def get(self, replay_id: str) -> dict[str, Any] | None:
+        found = self._records.get(replay_id)
+        return None if found is None else copy.deepcopy(found)
+
+    async def running(self) -> list[dict[str, Any]]:
+        return [copy.deepcopy(r) for r in self._records.values() if r.get("state") == "running"]
