@@ -1,5 +1,5 @@
 """In-process stores for what Redis and the namespace's MongoDB collections hold: checkpoints,
-sessions, counters, archived events, facts and traces."""
+sessions, counters, facts and traces."""
 
 from __future__ import annotations
 

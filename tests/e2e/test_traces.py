@@ -286,6 +286,7 @@ async def test_unknown_ids_answer_404(http: httpx.AsyncClient) -> None:
         "/v1/tenants/castle/runs/no-such-run",
         "/v1/tenants/castle/exports/no-such-request",
         "/v1/replays/no-such-replay",
+        "/v1/tenants/castle/threads/session:steve/entries/no-such-entry",
     ):
         response = await http.get(path)
         assert response.status_code == 404, (path, response.text)
@@ -300,5 +301,7 @@ async def test_unknown_ids_answer_404(http: httpx.AsyncClient) -> None:
         ("/v1/replays/{replay_id}", "get"),
         ("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", "patch"),
         ("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", "delete"),
+        ("/v1/tenants/{tenant}/threads/{thread}/entries/{entry_id}", "get"),
+        ("/v1/tenants/{tenant}/threads/{thread}/entries/{entry_id}/original", "get"),
     ):
         assert "404" in spec[path][method]["responses"], (path, method)
