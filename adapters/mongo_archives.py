@@ -133,15 +133,20 @@ def _ignore_duplicates(exc: BulkWriteError) -> None:
         raise exc
 
 
+LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
+
+
 class MongoConversationArchive:
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
         self._entries = database["entries"]
         self._conversations = database["conversations"]
+        self._legacy = database[LEGACY_RAW_COPY]
 
     async def prepare(self) -> None:
         with mongo_errors():
+            await self._legacy.drop()  # the raw copy memlog no longer keeps (issue 17): nothing reads it
             await self._entries.create_index(
                 [
                     ("tenant", ASCENDING),
@@ -470,7 +475,9 @@ class MongoConversationArchive:
         with mongo_errors():
             entries = await self._entries.delete_many({"tenant": tenant, "subject": subject})
             metas = await self._conversations.delete_many({"tenant": tenant, "subject": subject})
-        return int(entries.deleted_count + metas.deleted_count)
+            # an older worker still running through an upgrade may write the raw copy again
+            legacy = await self._legacy.delete_many({"tenant": tenant, "subject": subject})
+        return int(entries.deleted_count + metas.deleted_count + legacy.deleted_count)
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         with mongo_errors():

@@ -152,9 +152,18 @@ class MongoLedger:
             return await self._ledger.find_one({"_id": entry_id})
 
     async def entries(
-        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+        self,
+        *,
+        tenant: str | None = None,
+        subject: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[dt.datetime, str] | None = None,
     ) -> list[dict[str, Any]]:
         query: dict[str, Any] = {}
+        if before is not None:
+            at, entry_id = before
+            query["$or"] = [{"at": {"$lt": at}}, {"at": at, "_id": {"$lt": entry_id}}]
         if tenant is not None:
             query["tenant"] = tenant
         if subject is not None:
@@ -164,7 +173,8 @@ class MongoLedger:
         if kind is not None:
             query["kind"] = kind
         with mongo_errors():
-            return await self._ledger.find(query).sort("at", DESCENDING).limit(limit).to_list()
+            order = [("at", DESCENDING), ("_id", DESCENDING)]
+            return await self._ledger.find(query).sort(order).limit(limit).to_list()
 
     async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
         """The latest completed erasure of a subject, if any."""
@@ -397,3 +407,39 @@ def _entry(doc: dict[str, Any]) -> NamespaceEntry:
         seen_at=doc.get("seen_at"),
         note=str(doc.get("note") or ""),
     )
+
+
+class MongoReplayRecords:
+    """Replays started through the API (projections.replays), one document each in `replays`.
+
+    Args:
+        privacy: the privacy database, which every namespace shares.
+        app_id: whose replays; apps sharing the database keep theirs apart.
+    """
+
+    def __init__(self, privacy: AsyncDatabase[dict[str, Any]], app_id: str) -> None:
+        self._replays = privacy["replays"]
+        self._app_id = app_id
+
+    def _id(self, replay_id: str) -> str:
+        return f"{len(self._app_id)}:{self._app_id}:{replay_id}"  # length-prefixed: no two (app, id) meet
+
+    async def prepare(self) -> None:
+        with mongo_errors():
+            await self._replays.create_index([("app_id", ASCENDING), ("state", ASCENDING)], name="by_state")
+
+    async def save(self, replay_id: str, record: dict[str, Any]) -> None:
+        with mongo_errors():
+            await self._replays.replace_one(
+                {"_id": self._id(replay_id)}, {**record, "app_id": self._app_id}, upsert=True
+            )
+
+    async def get(self, replay_id: str) -> dict[str, Any] | None:
+        with mongo_errors():
+            doc = await self._replays.find_one({"_id": self._id(replay_id)}, {"_id": 0, "app_id": 0})
+        return doc
+
+    async def running(self) -> list[dict[str, Any]]:
+        with mongo_errors():
+            query = {"app_id": self._app_id, "state": "running"}
+            return await self._replays.find(query, {"_id": 0, "app_id": 0}).to_list()

@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from bson.errors import InvalidDocument
-from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DocumentTooLarge, DuplicateKeyError, OperationFailure, PyMongoError
 
 from projections.facts import Fact, SubjectFacts
-from projections.ports import FACT_SLOT_SECONDS, ArchivedEvent, Clock, utc_now
+from projections.ports import FACT_SLOT_SECONDS, Clock, utc_now
 from projections.position import Position
 from projections.sealing import subject_ref
 from schemas.errors import Conflict, StoreRefused, StoreUnavailable
@@ -56,97 +56,6 @@ def mongo_client(url: str, timeout_ms: int = 5000, **options: Any) -> AsyncMongo
     return AsyncMongoClient(
         url, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms, tz_aware=True, **options
     )
-
-
-class MongoArchiveStore:
-    """Thread events in the `archive` collection, `_id` = topic:partition:offset.
-
-    Args:
-        database: the namespace's database; a replay writes into another one.
-    """
-
-    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
-        self._events = database["archive"]
-
-    async def prepare(self) -> None:
-        with mongo_errors():
-            await self._events.create_index(
-                [
-                    ("tenant", ASCENDING),
-                    ("subject", ASCENDING),
-                    ("thread", ASCENDING),
-                    ("partition", ASCENDING),
-                    ("offset", ASCENDING),
-                ],
-                name="by_thread",
-            )
-            await self._events.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
-
-    async def append(self, events: list[ArchivedEvent]) -> int:
-        if not events:
-            return 0
-        docs = [
-            {
-                "_id": f"{e.position.topic}:{e.position.partition}:{e.position.offset}",
-                "topic": e.position.topic,
-                "partition": e.position.partition,
-                "offset": e.position.offset,
-                "tenant": e.tenant,
-                "subject": e.subject,
-                "thread": e.thread,
-                "exchange_id": e.exchange_id,
-                "event_type": e.event_type,
-                "occurred_at": e.occurred_at,
-                "record": e.record,
-            }
-            for e in events
-        ]
-        with mongo_errors():
-            try:
-                result = await self._events.insert_many(docs, ordered=False)
-                return len(result.inserted_ids)
-            except BulkWriteError as exc:
-                errors = exc.details.get("writeErrors", [])
-                if any(err.get("code") != DUPLICATE_KEY for err in errors):
-                    raise
-                return int(exc.details.get("nInserted", len(docs) - len(errors)))
-
-    async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]:
-        query = {"tenant": tenant, "subject": subject, "thread": thread}
-        with mongo_errors():
-            docs = await self._events.find(query).sort([("partition", ASCENDING), ("offset", ASCENDING)]).to_list()
-        return [
-            ArchivedEvent(
-                position=Position(d["topic"], d["partition"], d["offset"]),
-                tenant=d["tenant"],
-                subject=d["subject"],
-                thread=d["thread"],
-                exchange_id=d["exchange_id"],
-                event_type=d["event_type"],
-                occurred_at=d["occurred_at"],
-                record=d["record"],
-            )
-            for d in docs
-        ]
-
-    async def count(self, tenant: str) -> int:
-        with mongo_errors():
-            return int(await self._events.count_documents({"tenant": tenant}))
-
-    async def erase_subject(self, tenant: str, subject: str) -> int:
-        """Every archived event about the subject: their session, and their lines on shared threads."""
-        with mongo_errors():
-            result = await self._events.delete_many({"tenant": tenant, "subject": subject})
-        return int(result.deleted_count)
-
-    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
-        with mongo_errors():
-            docs = (
-                await self._events.find({"tenant": tenant, "subject": subject}, {"_id": 0})
-                .sort([("partition", ASCENDING), ("offset", ASCENDING)])
-                .to_list()
-            )
-        return docs
 
 
 class MongoCheckpoints:
@@ -359,8 +268,12 @@ class MongoTraceStore:
         since: int | None = None,
         until: int | None = None,
         limit: int = 50,
+        before: tuple[int, str] | None = None,
     ) -> list[dict[str, Any]]:
         query: dict[str, Any] = {"tenant": tenant, "expires_at": {"$gt": now_ms}}
+        if before is not None:
+            started, run_id = before
+            query["$or"] = [{"started_at": {"$lt": started}}, {"started_at": started, "run_id": {"$lt": run_id}}]
         if agent is not None:
             query["agent"] = agent
         if status is not None:
@@ -371,7 +284,8 @@ class MongoTraceStore:
                 **({"$lt": until} if until is not None else {}),
             }
         with mongo_errors():
-            cursor = self._traces.find(query, {"expires": 0}).sort("started_at", -1).limit(limit)
+            order = [("started_at", DESCENDING), ("run_id", DESCENDING)]
+            cursor = self._traces.find(query, {"expires": 0}).sort(order).limit(limit)
             return await cursor.to_list()
 
     async def erase_subject(self, tenant: str, subject: str) -> int:

@@ -23,9 +23,9 @@ from adapters.mongo_privacy import (
     MongoLedger,
     MongoNamespacePointer,
     MongoNamespaceRegistry,
+    MongoReplayRecords,
 )
 from adapters.mongo_store import (
-    MongoArchiveStore,
     MongoCheckpoints,
     MongoFactSlots,
     MongoFactStore,
@@ -36,7 +36,6 @@ from adapters.redis_store import RedisCounters, RedisSessionStore, redis_errors
 from config.settings import Settings
 from projections.namespaces import valid_name
 from projections.ports import (
-    ArchiveStore,
     Checkpoints,
     ConversationArchive,
     Counters,
@@ -48,6 +47,7 @@ from projections.ports import (
     Ledger,
     NamespacePointer,
     NamespaceRegistry,
+    ReplayRecords,
     SessionStore,
     TraceStore,
 )
@@ -73,7 +73,6 @@ class Stores:
     database: AsyncDatabase[dict[str, Any]]
     sessions: SessionStore
     counters: Counters
-    archive: ArchiveStore
     archive_checkpoints: Checkpoints
     facts: FactStore
     fact_activity: Checkpoints
@@ -101,7 +100,6 @@ def open_stores(
 ) -> Stores:
     scoped = settings.model_copy(update={"namespace": namespace})
     database = mongo[scoped.mongo_db_name]
-    archive = MongoArchiveStore(database)
     facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
     conversations = MongoConversationArchive(database)
@@ -132,7 +130,6 @@ def open_stores(
         database=database,
         sessions=RedisSessionStore(redis, scoped.redis_prefix),
         counters=RedisCounters(redis, scoped.redis_prefix),
-        archive=archive,
         archive_checkpoints=MongoCheckpoints(database, "archive"),
         facts=facts,
         fact_activity=MongoCheckpoints(database, "facts-activity"),
@@ -142,7 +139,6 @@ def open_stores(
         idempotency=idempotency,
         fact_slots=fact_slots,
         _prepares=(
-            archive.prepare,
             conversations.prepare,
             facts.prepare,
             traces.prepare,
@@ -164,6 +160,7 @@ class PrivacyStores:
     exports: Exports
     pointer: NamespacePointer
     namespaces: NamespaceRegistry
+    replays: ReplayRecords
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
@@ -177,6 +174,7 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
     ledger = MongoLedger(database, master)
     exports = MongoExports(database)
     namespaces = MongoNamespaceRegistry(database, settings.app_id)
+    replays = MongoReplayRecords(database, settings.app_id)
     return PrivacyStores(
         database=database,
         vault=vault,
@@ -184,7 +182,8 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
         exports=exports,
         pointer=MongoNamespacePointer(database, settings.app_id),
         namespaces=namespaces,
-        _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare),
+        replays=replays,
+        _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare, replays.prepare),
     )
 
 

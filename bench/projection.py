@@ -4,7 +4,7 @@ Prints, side by side and as ratios:
 - raw aiokafka consume rate of the threads topic vs the worker's session projection rate
   (events applied to Redis per second, the archive agent running beside it as deployed);
 - a raw Redis GET of a session-sized value vs a context read (store, and over HTTP);
-- a raw MongoDB find vs an archive read.
+- a raw MongoDB find vs an archive read (a conversation's entries).
 No assertions: the machines are shared and noisy, so the numbers are for reading, not gating.
 """
 
@@ -26,6 +26,7 @@ from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.processes import free_port, isolated, start_api, start_worker
 from memlog.services import open_services
+from projections.archives import ConversationRef
 from projections.session import ThreadKey
 from schemas.exchanges import ReportedExchange, exchange_events
 from streams.sealer import Sealer
@@ -160,10 +161,12 @@ async def read_floors(settings: Settings) -> None:
             url = "/v1/tenants/bench/subjects/player-007/context"
             http_read = await latencies(lambda: http.get(url))
         mongo = mongo_client(settings.mongo)
-        collection = mongo[settings.mongo_db_name]["archive"]
-        query = {"tenant": "bench", "subject": "player-007", "thread": "session"}
-        raw_find = await latencies(lambda: collection.find(query).to_list(), 200)
-        archive_read = await latencies(lambda: services.archive.events("bench", "player-007", "session"), 200)
+        collection = mongo[settings.mongo_db_name]["entries"]
+        query = {"tenant": "bench", "thread": "session", "owner": "player-007", "conversation": "main"}
+        raw_find = await latencies(lambda: collection.find(query).sort("seq", 1).to_list(), 200)
+        ref = ConversationRef("bench", "session", "player-007")
+        read = services.conversations.entries
+        archive_read = await latencies(lambda: read(ref, scope="history", snapshot=2**61), 200)
         await redis.aclose()
         await mongo.close()
     print(f"\nreads of one session ({len(session.exchanges)} exchanges, {len(blob):,} bytes as JSON), median / p99:")
@@ -176,7 +179,7 @@ async def read_floors(settings: Settings) -> None:
         f"  {'memlog context read (HTTP API)':52} {http_read[0]:8.3f} / {http_read[1]:.3f} ms"
         f"   x{http_read[0] / raw_get[0]:.1f} the floor"
     )
-    print(f"  {'raw MongoDB find of the same archive documents':52} {raw_find[0]:8.3f} / {raw_find[1]:.3f} ms")
+    print(f"  {'raw MongoDB find of the same entries':52} {raw_find[0]:8.3f} / {raw_find[1]:.3f} ms")
     print(
         f"  {'memlog archive read':52} {archive_read[0]:8.3f} / {archive_read[1]:.3f} ms"
         f"   x{archive_read[0] / raw_find[0]:.1f} the floor"

@@ -11,7 +11,7 @@ from adapters.embeddings import Embedder, EmbeddingFailed
 from projections.facts import Fact, FactPolicy, Recalled, SubjectFacts, cosine, recall
 from projections.ports import FactSlots, FactStore
 from projections.position import Position
-from schemas.errors import InvalidEvent
+from schemas.errors import InvalidEvent, NotFound
 from schemas.events import (
     FACT_SCOPES,
     SESSION_THREAD,
@@ -164,7 +164,7 @@ class Memory:
         check_name("fact_id", fact_id)
         fact = (await self.state(tenant, subject)).find(fact_id)
         if fact is None or not fact.visible_to(agent):
-            raise InvalidEvent("fact_id", f"{subject} has no fact {fact_id}")
+            raise NotFound(f"{subject} has no fact {fact_id}")
         return fact
 
     async def facts(self, tenant: str, subject: str, agent: str | None) -> list[Fact]:

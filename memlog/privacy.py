@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memlog.positions import Positions
+from projections.paging import ledger_cursor, ledger_key, list_binding
 from projections.ports import Exports, Ledger
 from projections.position import Position
 from schemas.errors import NotCaughtUp
@@ -91,9 +92,17 @@ class SubjectRequests:
             return None
         return self._exports.read(request_id)
 
-    async def ledger(self, *, tenant: str | None, subject: str | None, limit: int) -> list[dict[str, Any]]:
-        """Operator requests and what they did (erasure counts, never content)."""
-        return [ledger_view(entry) for entry in await self._ledger.entries(tenant=tenant, subject=subject, limit=limit)]
+    async def ledger(
+        self, *, tenant: str | None, subject: str | None, limit: int, cursor: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Operator requests and what they did (erasure counts, never content), newest first, and the
+        cursor of the next page (None on the last)."""
+        bound = list_binding("ledger", tenant, subject)
+        before = None if cursor is None else ledger_key(cursor, bound)
+        found = await self._ledger.entries(tenant=tenant, subject=subject, limit=limit + 1, before=before)
+        page = found[:limit]
+        following = ledger_cursor(bound, page[-1]["at"], page[-1]["_id"]) if len(found) > limit else None
+        return [ledger_view(entry) for entry in page], following
 
     async def _request(
         self,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.positions import Positions
+from projections.paging import list_binding, run_cursor, run_key
 from projections.ports import TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
@@ -150,14 +151,20 @@ class Runs:
         until: int | None,
         limit: int,
         after: str | None,
-    ) -> list[dict[str, Any]]:
-        """Recent runs of a tenant, by shape only, without their timelines."""
+        cursor: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Recent runs of a tenant, by shape only, without their timelines, and the cursor of the next
+        page (None on the last)."""
         check_name("tenant", tenant)
+        bound = list_binding("runs", tenant, agent, status, since, until)
+        before = None if cursor is None else run_key(cursor, bound)
         await self._positions.wait_all(after)
         docs = await self._traces.recent(
-            tenant, now_ms(), agent=agent, status=status, since=since, until=until, limit=limit
+            tenant, now_ms(), agent=agent, status=status, since=since, until=until, limit=limit + 1, before=before
         )
-        return [{k: v for k, v in shape(d).items() if k != "timeline"} for d in docs]
+        page = docs[:limit]
+        following = run_cursor(bound, page[-1]["started_at"], page[-1]["run_id"]) if len(docs) > limit else None
+        return [{k: v for k, v in shape(d).items() if k != "timeline"} for d in page], following
 
     async def shape(self, tenant: str, run_id: str, *, after: str | None) -> dict[str, Any] | None:
         """One run's shape as a timeline; None when it was never traced, sampled out, or expired."""

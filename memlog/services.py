@@ -26,7 +26,6 @@ from memlog.readiness import ReadinessCheck
 from memlog.replays import Replays
 from memlog.runs import Runs
 from projections.ports import (
-    ArchiveStore,
     Checkpoints,
     ConversationArchive,
     Counters,
@@ -105,10 +104,6 @@ class Services:
     @property
     def counters(self) -> Counters:
         return self.current.counters
-
-    @property
-    def archive(self) -> ArchiveStore:
-        return self.current.archive
 
     @property
     def archive_checkpoints(self) -> Checkpoints:
@@ -255,7 +250,7 @@ class Services:
 
     @property
     def replays(self) -> Replays:
-        return self._use_once("replays", lambda: Replays(self.settings))
+        return self._use_once("replays", lambda: Replays(self.settings, self.shared.replays))
 
     @property
     def namespaces(self) -> Namespaces:

@@ -52,7 +52,6 @@ NEIGHBOUR_RADIUS = 1  # 004: "The default neighbor radius is one, capped at thre
 MAX_NEIGHBOUR_RADIUS = 3
 EXPORT_PAGE_MAX = 500  # 004: "Page size is capped at 500."
 FORK_ENTRIES = 200  # 004: "Fork defaults to the latest 200 active entries"
-MAX_TERMS = 512  # index terms kept per entry; the matcher, not the index, is the final authority
 Scope = Literal["current", "history"]
 EntryScope = Literal["current", "history", "reset"]  # reset: the reset archives alone
 Provenance = Literal["active", "compacted", "reset"]
@@ -174,8 +173,12 @@ def tokens(text: str) -> list[str]:
 
 
 def index_terms(text: str) -> tuple[str, ...]:
-    """The entry's distinct tokens for the candidate index; a conservative narrowing only."""
-    return tuple(sorted(set(tokens(text))))[:MAX_TERMS]
+    """Every distinct token of the entry, for the candidate index: none left out, so an entry the
+    matcher would match is always a candidate (the matcher, not the index, is the final authority).
+
+    One index key per distinct token; the body limit bounds how many (a 2 MiB entry keeps its
+    terms inside MongoDB's 16 MiB document)."""
+    return tuple(sorted(set(tokens(text))))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
@@ -22,8 +21,6 @@ from projections.session import Loaded, Session, SessionWrite, ThreadKey
 __all__ = [
     "FACT_SLOT_SECONDS",
     "PENDING_SECONDS",
-    "ArchiveStore",
-    "ArchivedEvent",
     "Checkpoints",
     "Clock",
     "ConversationArchive",
@@ -37,6 +34,7 @@ __all__ = [
     "NamespaceEntry",
     "NamespacePointer",
     "NamespaceRegistry",
+    "ReplayRecords",
     "SessionStore",
     "ThreadKey",
     "TraceStore",
@@ -107,38 +105,6 @@ class Counters(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ArchivedEvent:
-    """An event exactly as it was logged, kept with its position."""
-
-    position: Position
-    tenant: str
-    subject: str | None
-    thread: str
-    exchange_id: str | None
-    event_type: str
-    occurred_at: int
-    record: dict[str, Any]
-
-
-class ArchiveStore(Protocol):
-    """The originals of every thread, in log order per thread."""
-
-    async def append(self, events: list[ArchivedEvent]) -> int:
-        """Store events; those whose position is stored already are skipped. Returns how many were new."""
-        ...
-
-    async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]: ...
-
-    async def count(self, tenant: str) -> int: ...
-
-    async def erase_subject(self, tenant: str, subject: str) -> int:
-        """Delete the subject's events; how many (for issue 7's erasure cascade)."""
-        ...
-
-    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
-
-
 class FactStore(Checkpoints, Protocol):
     """Subjects' lasting memories, one record per (tenant, subject)."""
 
@@ -192,9 +158,11 @@ class TraceStore(Checkpoints, Protocol):
         since: int | None = None,
         until: int | None = None,
         limit: int = 50,
+        before: tuple[int, str] | None = None,
     ) -> list[dict[str, Any]]:
-        """The tenant's unexpired runs, newest `started_at` first, at most `limit`; `since` is inclusive,
-        `until` exclusive."""
+        """The tenant's unexpired runs, newest `started_at` first (ties: greater `run_id` first), at most
+        `limit`; `since` is inclusive, `until` exclusive; `before` (started_at, run_id): only the runs
+        after that one in this order (a page's last run: the next page)."""
         ...
 
     async def erase_subject(self, tenant: str, subject: str) -> int:
@@ -358,9 +326,16 @@ class Ledger(Protocol):
         ...
 
     async def entries(
-        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+        self,
+        *,
+        tenant: str | None = None,
+        subject: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[dt.datetime, str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Entries newest first, at most `limit`. A subject is known only within its tenant: ValueError without one."""
+        """Entries newest first (ties: greater id first), at most `limit`; `before` (at, id): only the
+        entries after that one in this order. A subject is known only within its tenant: ValueError without one."""
         ...
 
     async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
@@ -402,6 +377,21 @@ class NamespacePointer(Protocol):
 
     async def switch(self, namespace: str, **info: Any) -> None:
         """Point at `namespace`, noting `info` with it (the previous namespace, when, which projections)."""
+        ...
+
+
+class ReplayRecords(Protocol):
+    """Replays an operator started through the API, one record each by id (projections.replays), kept
+    in the shared privacy database: their state outlives the API process that runs them."""
+
+    async def save(self, replay_id: str, record: dict[str, Any]) -> None:
+        """Store the replay's record, replacing what it held."""
+        ...
+
+    async def get(self, replay_id: str) -> dict[str, Any] | None: ...
+
+    async def running(self) -> list[dict[str, Any]]:
+        """The records whose state is `running`."""
         ...
 
 

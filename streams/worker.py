@@ -139,9 +139,7 @@ def build_projections(
         add("sessions", "threads", THREAD_EVENTS, step, sessions)
     if "archives" in which:
         archive_checkpoints = stores.archive_checkpoints
-        archiving = ArchiveStep(
-            stores.archive, archive_checkpoints, stores.conversations, fork_entries=settings.fork_entries
-        )
+        archiving = ArchiveStep(archive_checkpoints, stores.conversations, fork_entries=settings.fork_entries)
         add("archive", "threads", THREAD_EVENTS, archiving, archive_checkpoints)
 
     return Built(out, sessions, stores.prepare)
@@ -248,7 +246,6 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
         sessions=sessions,
         facts=stores.facts,
         traces=stores.traces,
-        archive=stores.archive,
         conversations=stores.conversations,
         idempotency=stores.idempotency,
         exports=shared.exports,

@@ -11,10 +11,10 @@ from adapters.in_memory.privacy import (
     InMemoryLedger,
     InMemoryNamespacePointer,
     InMemoryNamespaceRegistry,
+    InMemoryReplayRecords,
     WrappedKey,
 )
 from adapters.in_memory.stores import (
-    InMemoryArchiveStore,
     InMemoryCheckpoints,
     InMemoryCounters,
     InMemoryFactSlots,
@@ -24,7 +24,6 @@ from adapters.in_memory.stores import (
 )
 
 __all__ = [
-    "InMemoryArchiveStore",
     "InMemoryCheckpoints",
     "InMemoryConversationArchive",
     "InMemoryCounters",
@@ -36,6 +35,7 @@ __all__ = [
     "InMemoryLedger",
     "InMemoryNamespacePointer",
     "InMemoryNamespaceRegistry",
+    "InMemoryReplayRecords",
     "InMemorySessionStore",
     "InMemoryTraceStore",
     "WrappedKey",

@@ -102,7 +102,13 @@ class InMemoryLedger:
         return copy.deepcopy(self._entries.get(entry_id))
 
     async def entries(
-        self, *, tenant: str | None = None, subject: str | None = None, kind: str | None = None, limit: int = 100
+        self,
+        *,
+        tenant: str | None = None,
+        subject: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[dt.datetime, str] | None = None,
     ) -> list[dict[str, Any]]:
         digest = None
         if subject is not None:
@@ -115,8 +121,9 @@ class InMemoryLedger:
             if tenant in (None, entry.get("tenant"))
             and digest in (None, entry.get("subject_digest"))
             and kind in (None, entry["kind"])
+            and (before is None or (entry["at"], entry["_id"]) < before)
         ]
-        found.sort(key=lambda entry: entry["at"], reverse=True)
+        found.sort(key=lambda entry: (entry["at"], entry["_id"]), reverse=True)
         return copy.deepcopy(found[:limit])
 
     async def erased(self, tenant: str, subject: str) -> dict[str, Any] | None:
@@ -245,3 +252,18 @@ class InMemoryNamespaceRegistry:
 
     async def remove(self, namespace: str) -> None:
         self._entries.pop(namespace, None)
+
+
+class InMemoryReplayRecords:
+    def __init__(self) -> None:
+        self._records: dict[str, dict[str, Any]] = {}
+
+    async def save(self, replay_id: str, record: dict[str, Any]) -> None:
+        self._records[replay_id] = copy.deepcopy(record)
+
+    async def get(self, replay_id: str) -> dict[str, Any] | None:
+        found = self._records.get(replay_id)
+        return None if found is None else copy.deepcopy(found)
+
+    async def running(self) -> list[dict[str, Any]]:
+        return [copy.deepcopy(r) for r in self._records.values() if r.get("state") == "running"]

@@ -1,5 +1,5 @@
 """In-process stores for what Redis and the namespace's MongoDB collections hold: checkpoints,
-sessions, counters, archived events, facts and traces."""
+sessions, counters, facts and traces."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from projections.facts import FactPolicy, SubjectFacts, questioned
-from projections.ports import FACT_SLOT_SECONDS, ArchivedEvent, Clock, utc_now
+from projections.ports import FACT_SLOT_SECONDS, Clock, utc_now
 from projections.position import Position
 from projections.session import (
     Exchange,
@@ -153,52 +153,6 @@ class InMemoryCounters:
         return dict(self._dead_letters)
 
 
-class InMemoryArchiveStore:
-    def __init__(self) -> None:
-        self._events: dict[Position, ArchivedEvent] = {}
-
-    async def append(self, events: list[ArchivedEvent]) -> int:
-        new = 0
-        for event in events:
-            if event.position not in self._events:
-                self._events[event.position] = event
-                new += 1
-        return new
-
-    async def events(self, tenant: str, subject: str, thread: str) -> list[ArchivedEvent]:
-        found = [e for e in self._events.values() if e.tenant == tenant and e.subject == subject and e.thread == thread]
-        return sorted(found, key=lambda e: e.position)
-
-    async def count(self, tenant: str) -> int:
-        return sum(1 for e in self._events.values() if e.tenant == tenant)
-
-    async def erase_subject(self, tenant: str, subject: str) -> int:
-        gone = [p for p, e in self._events.items() if e.tenant == tenant and e.subject == subject]
-        for position in gone:
-            del self._events[position]
-        return len(gone)
-
-    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
-        found = sorted(
-            (e for e in self._events.values() if e.tenant == tenant and e.subject == subject), key=lambda e: e.position
-        )
-        return [
-            {
-                "topic": e.position.topic,
-                "partition": e.position.partition,
-                "offset": e.position.offset,
-                "tenant": e.tenant,
-                "subject": e.subject,
-                "thread": e.thread,
-                "exchange_id": e.exchange_id,
-                "event_type": e.event_type,
-                "occurred_at": e.occurred_at,
-                "record": copy.deepcopy(e.record),
-            }
-            for e in found
-        ]
-
-
 class InMemoryFactStore(InMemoryCheckpoints):
     def __init__(self) -> None:
         super().__init__()
@@ -267,16 +221,18 @@ class InMemoryTraceStore(InMemoryCheckpoints):
         since: int | None = None,
         until: int | None = None,
         limit: int = 50,
+        before: tuple[int, str] | None = None,
     ) -> list[dict[str, Any]]:
         found = [
             doc
             for doc in self._live(tenant, now_ms)
-            if agent in (None, doc["agent"])
+            if (before is None or (doc["started_at"], doc["run_id"]) < before)
+            and agent in (None, doc["agent"])
             and status in (None, doc["status"])
             and (since is None or doc["started_at"] >= since)
             and (until is None or doc["started_at"] < until)
         ]
-        found.sort(key=lambda doc: doc["started_at"], reverse=True)
+        found.sort(key=lambda doc: (doc["started_at"], doc["run_id"]), reverse=True)
         return copy.deepcopy(found[:limit])
 
     def _of(self, tenant: str, subject: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 
@@ -16,6 +16,11 @@ def _services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(_services)]
+
+# Declared on every route that takes an id of something memlog holds: an unknown one answers 404.
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such id here (never recorded, purged, expired, or not applied yet)."}
+}
 
 AFTER = Query(default=None, description="A position token; wait until it is applied.")
 WAIT = Query(

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from projections.ports import (
-    ArchiveStore,
     Checkpoints,
     ConversationArchive,
     Exports,
@@ -47,8 +46,6 @@ class NamespaceData(Protocol):
     @property
     def traces(self) -> TraceStore: ...
     @property
-    def archive(self) -> ArchiveStore: ...
-    @property
     def conversations(self) -> ConversationArchive: ...
     @property
     def idempotency(self) -> Idempotency: ...
@@ -69,7 +66,6 @@ class SubjectData:
     sessions: SessionStore
     facts: FactStore
     traces: TraceStore
-    archive: ArchiveStore
     conversations: ConversationArchive
     idempotency: Idempotency
     exports: Exports
@@ -87,7 +83,6 @@ async def erase_in(stores: NamespaceData, tenant: str, subject: str) -> dict[str
     deleted["idempotency_keys"] = await stores.idempotency.erase_subject(tenant, subject)
     deleted["facts"] = await stores.facts.erase_subject(tenant, subject)
     deleted["traces"] = await stores.traces.erase_subject(tenant, subject)
-    deleted["archived_events"] = await stores.archive.erase_subject(tenant, subject)
     deleted["conversation_entries"] = await stores.conversations.erase_subject(tenant, subject)  # and search terms
     if stores.fact_slots is not None:
         deleted["fact_slots"] = await stores.fact_slots.erase_subject(tenant, subject)
@@ -149,7 +144,6 @@ async def bundle_sections(data: SubjectData, tenant: str, subject: str) -> Async
         return value
 
     sections: dict[str, Callable[[], Awaitable[Any]]] = {
-        "archives": lambda: data.archive.export_subject(tenant, subject),
         "conversations": lambda: data.conversations.export_subject(tenant, subject),
         "erasures": erasures,
         "exported_at": now,

@@ -180,6 +180,16 @@ class ConversationArchiveContract:
         assert [e.entry_id for e in current] == ["x1.q"]
         assert sorted(e.entry_id for e in history) == ["x0.q", "x1.q"]
 
+    async def test_a_late_sorting_word_of_a_5000_token_entry_is_a_candidate(self, archive: ConversationArchive) -> None:
+        log = Log()
+        words = [f"w{n:05d}" for n in range(4_999)] + ["zymurgy"]  # 5,000 distinct; the last sorts last
+        await _apply(archive, log.exchange(0, "a long tool result", " ".join(words)))
+        for word in ("zymurgy", "w04998", "w00000"):
+            found = await archive.candidates(
+                "castle", "session", "ann", [word], conversation=None, scope="current", snapshot=99
+            )
+            assert [e.entry_id for e in found] == ["x0.a"], word
+
     async def test_erase_subject_removes_entries_and_conversations(self, archive: ConversationArchive) -> None:
         log = Log()
         await _apply(archive, log.exchange(0, "q", "a"))
@@ -209,5 +219,25 @@ class TestMongoConversationArchive(ConversationArchiveContract):
         store = MongoConversationArchive(client[settings.mongo_db_name])
         await store.prepare()
         yield store
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()
+
+
+async def test_the_legacy_raw_copy_is_dropped_and_erased(settings: Settings) -> None:
+    """The `archive` collection of raw events memlog kept before issue 17 goes at prepare, and an
+    erasure deletes what an older worker still wrote there during an upgrade."""
+    client = mongo_client(settings.mongo)
+    database = client[settings.mongo_db_name]
+    try:
+        await database["archive"].insert_one({"_id": "threads:0:0", "tenant": "castle", "subject": "ann"})
+        store = MongoConversationArchive(database)
+        await store.prepare()
+        assert "archive" not in await database.list_collection_names()
+        await database["archive"].insert_many(
+            [{"_id": "threads:0:1", "tenant": "castle", "subject": "ann"}, {"_id": "threads:0:2", "tenant": "castle"}]
+        )
+        assert await store.erase_subject("castle", "ann") == 1
+        assert await database["archive"].count_documents({}) == 1
+    finally:
         await client.drop_database(settings.mongo_db_name)
         await client.close()

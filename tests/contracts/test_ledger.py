@@ -93,6 +93,19 @@ class LedgerContract:
         assert found is not None and found["_id"] == "second"
         assert await ledger.erased("castle:2", "ann") is None
 
+    async def test_pages_after_an_entry_keep_the_order_and_break_ties_by_id(self, ledger: Ledger, clock: Clock) -> None:
+        for n in range(3):
+            await ledger.record("erased", entry_id=f"same-{n}", tenant="castle", subject="ann")
+        clock.move(1)
+        await ledger.record("erased", entry_id="newest", tenant="castle", subject="ann")
+        await ledger.record("erased", entry_id="elsewhere", tenant="castle:2", subject="ann")
+        seen: list[str] = []
+        before = None
+        while page := await ledger.entries(tenant="castle", limit=2, before=before):
+            seen += [e["_id"] for e in page]
+            before = (page[-1]["at"], page[-1]["_id"])
+        assert seen == ["newest", "same-2", "same-1", "same-0"]
+
 
 class TestInMemoryLedger(LedgerContract):
     @pytest.fixture

@@ -83,6 +83,17 @@ class TraceStoreContract:
         assert await ids(until=NOW - 2000) == ["a-ok"]
         assert await ids(since=NOW - 2000, until=NOW - 1000) == ["b-ok"]
 
+    async def test_pages_after_a_run_keep_the_order_and_break_ties_by_run_id(self, traces: TraceStore) -> None:
+        # five runs in the same millisecond and two older: a page boundary inside the tie drops none
+        await traces.append([run(f"t{n}", started_at=NOW - 1000) for n in range(5)])
+        await traces.append([run("old1", started_at=NOW - 3000), run("old2", started_at=NOW - 2000)])
+        seen: list[str] = []
+        before: tuple[int, str] | None = None
+        while page := await traces.recent("castle", NOW, limit=2, before=before):
+            seen += [d["run_id"] for d in page]
+            before = (page[-1]["started_at"], page[-1]["run_id"])
+        assert seen == ["t4", "t3", "t2", "t1", "t0", "old2", "old1"]
+
     async def test_tenants_stay_apart(self, traces: TraceStore) -> None:
         await traces.append([run("r1"), run("r1", tenant="castle:2", status="error")])
         mine, theirs = await traces.get("castle", "r1", NOW), await traces.get("castle:2", "r1", NOW)

@@ -192,6 +192,18 @@ async def test_search_ranking_bounds_and_cursor_binding(http: httpx.AsyncClient)
     assert other_scope.status_code == 422
 
 
+async def test_a_late_sorting_word_of_a_5000_token_tool_result_is_found(http: httpx.AsyncClient) -> None:
+    s = "long-ann"
+    rows = " ".join(f"w{n:05d}" for n in range(4_999)) + " zymurgy"  # 5,000 distinct tokens; the last sorts last
+    call = {"name": "inventory", "arguments": {"all": True}, "result": {"rows": rows}}
+    last = await post(http, exchange(s, "list everything in the vault", "done", tool_calls=[call]))
+    await _wait_archive(http, s, last["position"])
+    for word in ("zymurgy", "w04998"):
+        page = (await search(http, s, word, neighbours=0)).json()
+        assert [r["role"] for r in page["results"]] == ["tool"], (word, page)
+        assert word in page["results"][0]["excerpt"]
+
+
 async def test_rename_fork_archive_and_purge(http: httpx.AsyncClient) -> None:
     s = "fork-ann"
     for n in range(3):

@@ -170,7 +170,9 @@ async def test_facts_are_edited_and_deleted_through_the_api(http: httpx.AsyncCli
     # a deleted fact influences no later read
     assert "likes long answers" not in await recalled(http, "hal", "do I like long answers?", "any")
     missing = await http.delete("/v1/tenants/castle/subjects/hal/facts/no-such-fact")
-    assert missing.status_code == 422 and "no fact" in missing.text
+    assert missing.status_code == 404 and "no fact" in missing.text
+    unknown = await http.patch("/v1/tenants/castle/subjects/hal/facts/no-such-fact", json={"text": "x"})
+    assert unknown.status_code == 404 and "no fact" in unknown.text
     cleared = await http.delete("/v1/tenants/castle/subjects/hal/facts")
     assert await facts(http, "hal", cleared.json()["position"]) == []
 

@@ -249,3 +249,59 @@ async def test_the_shape_page_renders_a_150_kb_run_without_its_prompts(
     assert "tool tool_1" in text and "model large-2" in text and "(failed)" in text
     assert PROMPT_MARK not in html and "OUTPUT-" not in html and "ARGS-" not in html
     (LOGS / "traces-page.png").write_bytes(screenshot)
+
+
+async def test_paging_through_1000_runs_sees_each_once_newest_first(http: httpx.AsyncClient) -> None:
+    end = now_ms()
+    last = ""
+    for n in range(1000):  # ten runs share each start time: pages cut inside ties drop none
+        run = big_run(
+            f"page-{n:04d}", target_bytes=200, ended_at=end - (n // 10) * 1000, subject="pager", agent="pager"
+        )
+        last = (await trace(http, run))["position"]
+    seen: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"agent": "pager", "limit": 97, "after": last}
+    pages = 0
+    while True:
+        response = await http.get("/v1/tenants/castle/runs", params=params)
+        assert response.status_code == 200, response.text[:500]
+        body = response.json()
+        seen += body["runs"]
+        pages += 1
+        if body["next_cursor"] is None:
+            break
+        params = {"agent": "pager", "limit": 97, "cursor": body["next_cursor"]}
+    assert pages == 11 and len(seen) == 1000
+    assert len({r["run_id"] for r in seen}) == 1000
+    keys = [(r["started_at"], r["run_id"]) for r in seen]
+    assert keys == sorted(keys, reverse=True)
+    # a cursor is bound to the filters it was issued with
+    first = (await http.get("/v1/tenants/castle/runs", params={"agent": "pager", "limit": 5})).json()
+    other = await http.get("/v1/tenants/castle/runs", params={"agent": "allay", "cursor": first["next_cursor"]})
+    assert other.status_code == 422 and "cursor" in other.text
+
+
+async def test_unknown_ids_answer_404(http: httpx.AsyncClient) -> None:
+    for path in (
+        "/v1/tenants/castle/runs/no-such-run",
+        "/v1/tenants/castle/exports/no-such-request",
+        "/v1/replays/no-such-replay",
+        "/v1/tenants/castle/threads/session:steve/entries/no-such-entry",
+    ):
+        response = await http.get(path)
+        assert response.status_code == 404, (path, response.text)
+    for method in ("PATCH", "DELETE"):
+        body = {"text": "x"} if method == "PATCH" else None
+        response = await http.request(method, "/v1/tenants/castle/subjects/steve/facts/no-such-fact", json=body)
+        assert response.status_code == 404 and "no fact" in response.text, method
+    spec = (await http.get("/openapi.json")).json()["paths"]
+    for path, method in (
+        ("/v1/tenants/{tenant}/runs/{run_id}", "get"),
+        ("/v1/tenants/{tenant}/exports/{request_id}", "get"),
+        ("/v1/replays/{replay_id}", "get"),
+        ("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", "patch"),
+        ("/v1/tenants/{tenant}/subjects/{subject}/facts/{fact_id}", "delete"),
+        ("/v1/tenants/{tenant}/threads/{thread}/entries/{entry_id}", "get"),
+        ("/v1/tenants/{tenant}/threads/{thread}/entries/{entry_id}/original", "get"),
+    ):
+        assert "404" in spec[path][method]["responses"], (path, method)

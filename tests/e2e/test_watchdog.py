@@ -99,11 +99,11 @@ async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_c
 
 
 async def archived(settings: Settings) -> Counter[str]:
-    """Archive documents per exchange of the test's tenant."""
+    """Archived entries per exchange of the test's tenant."""
     client = mongo_client(settings.mongo)
     try:
         per_exchange: Counter[str] = Counter()
-        async for doc in client[settings.mongo_db_name]["archive"].find({"tenant": TENANT}, {"exchange_id": 1}):
+        async for doc in client[settings.mongo_db_name]["entries"].find({"tenant": TENANT}, {"exchange_id": 1}):
             per_exchange[doc["exchange_id"]] += 1
         return per_exchange
     finally:

@@ -13,6 +13,7 @@ import pytest
 
 from memlog.processes import run_cli
 from memlog.services import Services
+from projections.archives import ConversationRef
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
 from projections.position import Position
 from projections.session import ThreadKey
@@ -103,7 +104,9 @@ async def test_a_replay_of_facts_with_the_switch_rebuilds_every_projection_with_
         new = services.stores(report.namespace)
         session = await new.sessions.read(ThreadKey.session(TENANT, "ann"))
         assert session is not None and "ANN-MARK" in session.render()
-        assert await new.archive.events(TENANT, "ann", SESSION_THREAD)
+        assert await new.conversations.entries(
+            ConversationRef(TENANT, SESSION_THREAD, "ann"), scope="history", snapshot=2**61
+        )
         facts = await new.facts.load(TENANT, "ann")
         assert facts is not None and [fact.text for fact in facts.facts] == ["likes ANN-FACT"]
         indexes = await services.mongo[new.database.name]["idempotency"].index_information()

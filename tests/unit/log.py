@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.in_memory import (
-    InMemoryArchiveStore,
     InMemoryCheckpoints,
     InMemoryConversationArchive,
     InMemoryExports,
@@ -44,15 +43,14 @@ def words(text: str) -> int:
 
 @dataclass
 class Projections:
-    """The thread projections of one namespace: sessions and both archives."""
+    """The thread projections of one namespace: sessions and the conversation archive."""
 
     sessions: InMemorySessionStore = field(default_factory=InMemorySessionStore)
-    archive: InMemoryArchiveStore = field(default_factory=InMemoryArchiveStore)
     conversations: InMemoryConversationArchive = field(default_factory=InMemoryConversationArchive)
 
     async def apply(self, events: list[tuple[ThreadEvent, Position]], policy: ThreadPolicy, request: Any) -> None:
         await SessionStep(self.sessions, policy=policy, count_tokens=words, request_fold=request)(events)
-        await ArchiveStep(self.archive, InMemoryCheckpoints(), self.conversations)(events)
+        await ArchiveStep(InMemoryCheckpoints(), self.conversations)(events)
 
     async def dump(self, tenant: str) -> str:
         """Everything the projections hold about the tenant's threads, as one text to search."""
@@ -62,7 +60,6 @@ class Projections:
             ref = thread.ref
             for entry in await self.conversations.entries(ref, scope="history", snapshot=2**61):
                 parts.append(repr(entry))
-        parts.append(repr(self.archive._events))
         for key in list(self.sessions._heads):
             parts.append(repr(await self.sessions.read(key)))
         return "\n".join(parts)
@@ -137,7 +134,6 @@ def world(settings: Settings, policy: ThreadPolicy, summarizer: Summarizer | Non
         facts=InMemoryFactStore(),
         fact_slots=InMemoryFactSlots(),
         traces=InMemoryTraceStore(),
-        archive=live.archive,
         conversations=live.conversations,
         idempotency=InMemoryIdempotency(86_400),
         exports=InMemoryExports(),

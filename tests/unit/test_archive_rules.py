@@ -67,6 +67,12 @@ def test_a_multi_term_query_needs_two_matching_tokens_and_a_single_term_one() ->
     assert found is not None and (found.phrase, found.coverage) == (False, 2)
 
 
+def test_the_index_keeps_every_distinct_token_of_a_long_entry() -> None:
+    words = [f"w{n:05d}" for n in range(4_999)] + ["zymurgy"]
+    terms = index_terms(" ".join(reversed(words)) + " zymurgy")
+    assert len(terms) == 5_000 and terms[-1] == "zymurgy" and terms == tuple(sorted(words))
+
+
 def test_tokens_are_ascii_runs_and_other_scripts_match_by_phrase_only() -> None:
     assert index_terms("Café au-lait 42") == ("42", "au", "caf", "lait")
     assert match("日本", "東京と日本") is not None

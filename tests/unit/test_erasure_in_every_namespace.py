@@ -10,7 +10,6 @@ import os
 import pytest
 
 from adapters.in_memory import (
-    InMemoryArchiveStore,
     InMemoryConversationArchive,
     InMemoryExports,
     InMemoryFactSlots,
@@ -26,7 +25,6 @@ from adapters.in_memory import (
 from config.settings import Settings
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS
 from projections.ports import (
-    ArchiveStore,
     ConversationArchive,
     FactSlots,
     FactStore,
@@ -41,7 +39,7 @@ from streams.steps.privacy import NamespaceData, SubjectData, erase
 from tests.contracts.clocks import Clock
 from tests.unit.test_privacy_step import everything_about, remember
 
-NOTHING = [None, [], [], [], [], [], [], [], None]
+NOTHING = [None, [], [], [], [], [], [], None]
 
 
 @pytest.fixture
@@ -56,7 +54,6 @@ class Namespace:
     sessions: SessionStore = dataclasses.field(default_factory=InMemorySessionStore)
     facts: FactStore = dataclasses.field(default_factory=InMemoryFactStore)
     traces: TraceStore = dataclasses.field(default_factory=InMemoryTraceStore)
-    archive: ArchiveStore = dataclasses.field(default_factory=InMemoryArchiveStore)
     conversations: ConversationArchive = dataclasses.field(default_factory=InMemoryConversationArchive)
     idempotency: Idempotency = dataclasses.field(default_factory=lambda: InMemoryIdempotency(86_400))
     fact_slots: FactSlots = dataclasses.field(default_factory=InMemoryFactSlots)
@@ -64,7 +61,7 @@ class Namespace:
 
     async def drop(self) -> None:
         fresh = Namespace()
-        for field in ("sessions", "facts", "traces", "archive", "conversations", "idempotency", "fact_slots"):
+        for field in ("sessions", "facts", "traces", "conversations", "idempotency", "fact_slots"):
             setattr(self, field, getattr(fresh, field))
         self.dropped = True
 
@@ -91,7 +88,6 @@ class App:
             sessions=stores.sessions,
             facts=stores.facts,
             traces=stores.traces,
-            archive=stores.archive,
             conversations=stores.conversations,
             idempotency=stores.idempotency,
             exports=self.exports,

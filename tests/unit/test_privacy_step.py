@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.in_memory import (
-    InMemoryArchiveStore,
     InMemoryConversationArchive,
     InMemoryExports,
     InMemoryFactSlots,
@@ -23,7 +22,6 @@ from adapters.in_memory import (
 )
 from projections.archives import plan_archive
 from projections.facts import Fact, SubjectFacts
-from projections.ports import ArchivedEvent
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.session import Exchange, Segment, SessionChange, SessionWrite, ThreadKey
@@ -52,7 +50,6 @@ def subject_data(part_bytes: int = 4 * 1024 * 1024) -> SubjectData:
         facts=InMemoryFactStore(),
         fact_slots=InMemoryFactSlots(),
         traces=InMemoryTraceStore(),
-        archive=InMemoryArchiveStore(),
         conversations=InMemoryConversationArchive(),
         idempotency=InMemoryIdempotency(86_400),
         exports=InMemoryExports(part_bytes),
@@ -81,10 +78,6 @@ async def remember(data: SubjectData, subject: str, offset: int, text: str = "")
     await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
     run = RunTraced(env, f"run-{subject}" + (f"-{offset}" if offset else ""), "ok", T0, T0)
     await data.traces.append([trace_document(run, Redactor.build(), 7)])
-    record = {"question": f"{subject} asks"}
-    await data.archive.append(
-        [ArchivedEvent(Position("threads", 0, offset), "castle", subject, "session", f"x{offset}", "q", T0, record)]
-    )
     question = QuestionAsked(env, f"x{offset}", f"{subject} asks")
     await data.conversations.apply(plan_archive([(question, Position("threads", 0, offset))]))
     await data.idempotency.reserve("castle", "session", subject, f"k{offset}", subject)
@@ -100,7 +93,6 @@ async def everything_about(data: SubjectData, subject: str) -> list[object]:
         threads["shared_thread_summaries"],
         await data.facts.export_subject("castle", subject),
         await data.traces.export_subject("castle", subject),
-        await data.archive.export_subject("castle", subject),
         await data.conversations.export_subject("castle", subject),
         await data.idempotency.export_subject("castle", subject),
         await data.exports.get(f"old-export-{subject}"),
@@ -121,12 +113,11 @@ async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -
         "facts": 1,
         "fact_slots": 1,
         "traces": 1,
-        "archived_events": 1,
         "conversation_entries": 2,  # the question's entry and its conversation
         "exports": 1,
         "data_keys": 1,
     }
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
     assert await data.vault.keys_by_id([ann_key]) == {}
     assert all(await everything_about(data, "bob"))
 
@@ -138,7 +129,7 @@ async def test_an_erasure_redelivered_repeats_the_deletes_and_keeps_the_first_le
     await remember(data, "ann", 20)  # what a rebuilt namespace would hold again
     again = await erase(data, "castle", "ann", "req-1", "op")
     assert again == first
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
     erased = await data.ledger.erased("castle", "ann")
     assert erased is not None and erased["_id"] == "req-1"
 

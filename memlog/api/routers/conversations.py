@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from memlog.api.auth import OPERATOR_ONLY, TENANT_ONLY
-from memlog.api.deps import AFTER, WAIT, ServicesDep
+from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import Accepted, ArchiveIn, OperationAccepted, PurgeIn, ResetIn, RetentionIn, TargetIn
 from memlog.conversations import conversation_ref
 from projections.archives import ConversationRef
@@ -109,7 +109,7 @@ async def export(
     )
 
 
-@router.get(THREAD + "/entries/{entry_id}", dependencies=TENANT_ONLY)
+@router.get(THREAD + "/entries/{entry_id}", dependencies=TENANT_ONLY, responses=NOT_FOUND)
 async def entry(
     tenant: str,
     thread: str,
@@ -128,7 +128,7 @@ async def entry(
     return {**found.view(), "original": found.original}
 
 
-@router.get(THREAD + "/entries/{entry_id}/original", dependencies=TENANT_ONLY)
+@router.get(THREAD + "/entries/{entry_id}/original", dependencies=TENANT_ONLY, responses=NOT_FOUND)
 async def original(
     tenant: str,
     thread: str,

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
-from memlog.api.deps import AFTER, WAIT, ServicesDep
+from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
 from memlog.memory import TOOL_DEFINITIONS, recalled_view
 from schemas.events import check_name
@@ -48,7 +48,9 @@ async def list_facts(
     return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=services.settings.facts_max)
 
 
-@router.patch(FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+@router.patch(
+    FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY, responses=NOT_FOUND
+)
 async def revise(
     tenant: str, subject: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
 ) -> FactAccepted:
@@ -58,7 +60,9 @@ async def revise(
     return FactAccepted(fact_id=fact_id, position=position.token())
 
 
-@router.delete(FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+@router.delete(
+    FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY, responses=NOT_FOUND
+)
 async def forget(
     tenant: str, subject: str, fact_id: str, services: ServicesDep, after: str | None = AFTER
 ) -> FactAccepted:

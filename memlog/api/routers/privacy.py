@@ -8,12 +8,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from memlog.api.auth import OPERATOR_ONLY, requested_by
-from memlog.api.deps import ServicesDep
+from memlog.api.deps import NOT_FOUND, ServicesDep
 from memlog.api.models import EraseIn, PrivacyOut
 from schemas.errors import NotFound
 
 router = APIRouter()
 SUBJECT = "/v1/tenants/{tenant}/subjects/{subject}"
+NEXT_CURSOR = "Next-Cursor"
 
 
 @router.post(SUBJECT + "/erase", response_model=PrivacyOut, dependencies=OPERATOR_ONLY)
@@ -39,7 +40,7 @@ async def export_subject(tenant: str, subject: str, request: Request, services: 
     return StreamingResponse(export.bundle, media_type="application/json")  # in parts: a bundle has no size limit
 
 
-@router.get("/v1/tenants/{tenant}/exports/{request_id}", dependencies=OPERATOR_ONLY)
+@router.get("/v1/tenants/{tenant}/exports/{request_id}", dependencies=OPERATOR_ONLY, responses=NOT_FOUND)
 async def export_bundle(tenant: str, request_id: str, services: ServicesDep) -> Response:
     bundle = await services.subject_requests.bundle(tenant, request_id)
     if bundle is None:
@@ -47,9 +48,32 @@ async def export_bundle(tenant: str, request_id: str, services: ServicesDep) -> 
     return StreamingResponse(bundle, media_type="application/json")
 
 
-@router.get("/v1/tenants/{tenant}/ledger", dependencies=OPERATOR_ONLY)
+LEDGER_PAGE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "headers": {
+            NEXT_CURSOR: {
+                "description": "Pass it as `cursor` for the next page; absent on the last page.",
+                "schema": {"type": "string"},
+            }
+        }
+    }
+}
+
+
+@router.get("/v1/tenants/{tenant}/ledger", dependencies=OPERATOR_ONLY, responses=LEDGER_PAGE)
 async def ledger(
-    tenant: str, services: ServicesDep, subject: str | None = None, limit: int = Query(default=100, ge=1, le=1000)
+    tenant: str,
+    services: ServicesDep,
+    response: Response,
+    subject: str | None = None,
+    limit: int = Query(default=100, ge=1, le=1000),
+    cursor: str | None = Query(default=None, description=f"The `{NEXT_CURSOR}` header of the previous page."),
 ) -> list[dict[str, Any]]:
-    """Operator requests and what they did (erasure counts, never content)."""
-    return await services.subject_requests.ledger(tenant=tenant, subject=subject, limit=limit)
+    """Operator requests and what they did (erasure counts, never content), newest first; the body stays
+    a list, and the `Next-Cursor` header pages on (a cursor is bound to `subject`: 422 `cursor` otherwise)."""
+    entries, following = await services.subject_requests.ledger(
+        tenant=tenant, subject=subject, limit=limit, cursor=cursor
+    )
+    if following is not None:
+        response.headers[NEXT_CURSOR] = following
+    return entries

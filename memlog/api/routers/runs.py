@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from memlog.admin import TRACES_PAGE
 from memlog.api.auth import OPERATOR_ONLY, guard_body
-from memlog.api.deps import AFTER, ServicesDep
+from memlog.api.deps import AFTER, NOT_FOUND, ServicesDep
 from memlog.api.models import RunAccepted, RunIn
 from schemas.errors import InvalidEvent, NotFound
 from schemas.limits import INT64_MAX
@@ -36,15 +36,17 @@ async def runs(
     until: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Started before (epoch ms)."),
     limit: int = Query(default=50, ge=1, le=500),
     after: str | None = AFTER,
+    cursor: str | None = Query(default=None, description="`next_cursor` of the previous page."),
 ) -> dict[str, Any]:
-    """Recent runs of a tenant, by shape only."""
-    shapes = await services.runs.recent(
-        tenant, agent=agent, status=status, since=since, until=until, limit=limit, after=after
+    """Recent runs of a tenant, by shape only, newest first; `next_cursor` pages on (null on the last
+    page; a cursor is bound to the filters it was issued with: 422 `cursor` with others)."""
+    shapes, following = await services.runs.recent(
+        tenant, agent=agent, status=status, since=since, until=until, limit=limit, after=after, cursor=cursor
     )
-    return {"tenant": tenant, "runs": shapes}
+    return {"tenant": tenant, "runs": shapes, "next_cursor": following}
 
 
-@router.get("/v1/tenants/{tenant}/runs/{run_id}", dependencies=OPERATOR_ONLY)
+@router.get("/v1/tenants/{tenant}/runs/{run_id}", dependencies=OPERATOR_ONLY, responses=NOT_FOUND)
 async def run_shape(tenant: str, run_id: str, services: ServicesDep, after: str | None = AFTER) -> JSONResponse:
     """One run's shape as a timeline: steps, models, tools, success, tokens, timings; never their text."""
     shape = await services.runs.shape(tenant, run_id, after=after)
