@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from projections.archives import RetentionPolicy
 from projections.facts import FactPolicy
+from projections.recall import RecallPolicy
 from projections.redaction import Redactor
 from projections.session import ThreadPolicy
 from schemas.errors import ServiceSetupError
@@ -145,7 +146,20 @@ class Settings(BaseSettings):
     fact_max_chars: int = Field(default=500, ge=1, description="A fact's maximum length; longer is refused.")
     facts_keep_days: int = Field(default=365, ge=1, description="Facts kept this long after the last question.")
     recall_limit: int = Field(default=5, ge=1, description="Facts supplied with the context (003: a handful).")
-    recall_min_similarity: float = Field(default=0.2, description="Below this cosine a fact does not bear on it.")
+    recall_floor: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="A fact scored below this (the estimated probability it bears on the question) is not recalled.",
+    )
+    tenant_facts_max: int = Field(default=200, ge=1, description="Facts a tenant's own knowledge holds.")
+    tenant_facts_keep_days: int = Field(
+        default=0, ge=0, description="Tenant knowledge is kept this long after its last change; 0: until deleted."
+    )
+    tenant_facts_from_agents: list[str] = Field(
+        default_factory=list,
+        description="Tenants whose agents may save tenant knowledge with remember (scope tenant); * for all.",
+    )
     embeddings: Literal["none", "local", "openai"] = Field(
         default="none", description="Recall ranks by similarity with this model, by keyword (BM25) with none."
     )
@@ -273,9 +287,12 @@ class Settings(BaseSettings):
             max_facts=self.facts_max,
             max_chars=self.fact_max_chars,
             keep_ms=self.facts_keep_days * 86_400_000,
-            recall_limit=self.recall_limit,
-            min_similarity=self.recall_min_similarity,
+            tenant_max_facts=self.tenant_facts_max,
+            tenant_keep_ms=self.tenant_facts_keep_days * 86_400_000,
         )
+
+    def recall_policy(self) -> RecallPolicy:
+        return RecallPolicy(limit=self.recall_limit, floor=self.recall_floor)
 
     def thread_policy(self) -> ThreadPolicy:
         return ThreadPolicy(

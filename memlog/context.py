@@ -11,6 +11,7 @@ from adapters.summarizers import SummarizerFailed
 from memlog.memory import Memory, recalled_view
 from memlog.positions import Positions
 from projections.ports import SessionStore
+from projections.recall import render
 from projections.session import Session, ThreadKey, ThreadPolicy
 from schemas.events import SESSION_THREAD, check_name
 from streams.folds import FoldService
@@ -71,8 +72,10 @@ class ContextReads:
         agent: str | None,
         after: str | None,
         wait: float | None,
+        fill: bool = False,
     ) -> ThreadContext:
-        """The subject's session and the facts that bear on the question (seed 003)."""
+        """The subject's session and the facts that bear on the question (seed 003): the subject's own
+        and the tenant's knowledge, none when nothing does; with `fill`, the newest after the matches."""
         key = ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject))
         if agent is not None:
             check_name("agent", agent)
@@ -80,14 +83,16 @@ class ContextReads:
         thread = await self.thread(key, after=after, wait=wait)
         recalling = time.perf_counter()
         # seed 003: an agent recalls its own facts and the shared ones; a read naming no agent, the shared only
-        hits = await self._memory.recall(key.tenant, subject, question or "", agent, shared_only=agent is None)
+        found = await self._memory.recall(
+            key.tenant, subject, question or "", agent, shared_only=agent is None, fill=fill
+        )
         if self._metrics is not None:
             self._metrics.recall_seconds.observe(time.perf_counter() - recalling)
             self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
         return replace(
             thread,
-            facts=[recalled_view(hit) for hit in hits],
-            rendered_facts="".join(f"- {hit.fact.text}\n" for hit in hits),
+            facts=[recalled_view(hit) for hit in found.hits],
+            rendered_facts=render(found.hits),
         )
 
     async def public(self, tenant: str, *, after: str | None, wait: float | None) -> ThreadContext:

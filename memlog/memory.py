@@ -1,19 +1,39 @@
-"""The lasting memory's commands and reads, shared by the HTTP API, the CLI and the agent's tools."""
+"""The lasting memory's commands and reads, shared by the HTTP API, the CLI and the agent's tools.
+
+A subject's facts and the tenant's own knowledge (`subject=None`) are written the same way: as fact
+events on the facts topic, validated here first. Recall ranks both together (projections/recall.py).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import uuid
-from dataclasses import replace
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from adapters.embeddings import Embedder, EmbeddingFailed
-from projections.facts import Fact, FactPolicy, Recalled, SubjectFacts, cosine, recall
+from projections.archives import decode_cursor, encode_cursor
+from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts
+from projections.paging import list_binding
 from projections.ports import FactSlots, FactStore
 from projections.position import Position
+from projections.recall import (
+    Candidate,
+    PageKey,
+    Recalled,
+    RecallPolicy,
+    candidates,
+    page,
+    rank,
+    recent,
+)
 from schemas.errors import InvalidEvent, NotFound
 from schemas.events import (
     FACT_SCOPES,
+    PUBLIC_THREAD,
     SESSION_THREAD,
     Envelope,
     FactForgotten,
@@ -28,6 +48,12 @@ from schemas.events import (
 from schemas.limits import check_utf8
 from streams.producer import EventProducer
 
+log = logging.getLogger(__name__)
+
+MAX_EXCLUDE = 1_000  # ids a recall may be told to skip
+MAX_STALE_AT_READ = 32  # facts without this model's vector embedded during a read; the rest by their words
+
+
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -41,8 +67,10 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                     "text": {"type": "string", "description": "The fact, worded as you would ask about it."},
                     "scope": {
                         "type": "string",
-                        "enum": list(FACT_SCOPES),
-                        "description": "agent: only you recall it; shared: every agent of this tenant does.",
+                        "enum": [*FACT_SCOPES, "tenant"],
+                        "description": "agent: only you recall it; shared: every agent of this tenant does; "
+                        "tenant: not about this user but knowledge of the whole tenant, recalled for every user "
+                        "(where the tenant allows agents to save it).",
                     },
                 },
                 "required": ["text"],
@@ -54,10 +82,20 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
         "type": "function",
         "function": {
             "name": "recall",
-            "description": "Look up lasting facts about the user beyond those already supplied with the context.",
+            "description": "Look up lasting facts about the user, and the tenant's knowledge, beyond those already "
+            "supplied with the context. Returns only facts that bear on the query; none when nothing does.",
             "parameters": {
                 "type": "object",
-                "properties": {"query": {"type": "string", "description": "What to look for."}},
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "At most this many."},
+                    "exclude": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Fact ids you already have (those supplied with the context): skipped.",
+                    },
+                    "cursor": {"type": "string", "description": "next_cursor of a previous call: the next ones."},
+                },
                 "required": ["query"],
                 "additionalProperties": False,
             },
@@ -80,11 +118,49 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
 
 
 def recalled_view(hit: Recalled) -> dict[str, Any]:
-    return {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how}
+    return {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how, "belongs_to": hit.belongs_to}
+
+
+@dataclass(frozen=True)
+class RecallPage:
+    hits: list[Recalled]
+    next_cursor: str | None = None
+
+
+def _cosines(question: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    try:
+        import numpy as np
+    except ImportError:  # an OpenAI-compatible model without the embeddings extra
+        return [_cosine(question, vector) for vector in vectors]
+    if not vectors:
+        return []
+    matrix = np.asarray(vectors, dtype=np.float64)
+    q = np.asarray(question, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+    return [float(v) for v in (matrix @ q) / np.where(norms == 0, 1.0, norms)]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def _cursor_key(position: list[Any]) -> PageKey:
+    try:
+        score, updated, origin, fact_id = position
+        key = (float(score), int(updated), str(origin), str(fact_id))
+    except (TypeError, ValueError):
+        raise InvalidEvent("cursor", "is not a cursor of this recall") from None
+    return key
 
 
 class Memory:
-    """Validate, produce, read. Refusals name the problem and produce nothing."""
+    """Validate, produce, read. Refusals name the problem and produce nothing.
+
+    Args:
+        tenant_writers: tenants whose agents may save tenant knowledge with remember (`*`: every one).
+    """
 
     def __init__(
         self,
@@ -95,18 +171,33 @@ class Memory:
         embedder: Embedder | None = None,
         *,
         slots: FactSlots,
+        recall_policy: RecallPolicy | None = None,
+        tenant_writers: Collection[str] = (),
     ) -> None:
         self._producer = producer
         self._store = store
         self._policy = policy
+        self._recall = recall_policy or RecallPolicy()
         self._producer_name = producer_name
         self._embedder = embedder
         self._slots = slots
+        self._tenant_writers = frozenset(tenant_writers)
 
-    def _envelope(self, tenant: str, subject: str, agent: str | None) -> Envelope:
-        return Envelope(
-            tenant=tenant, subject=subject, agent=agent, thread=SESSION_THREAD, producer=self._producer_name
-        )
+    @property
+    def producer(self) -> EventProducer:
+        return self._producer
+
+    @property
+    def recall_policy(self) -> RecallPolicy:
+        return self._recall
+
+    def agents_may_write_knowledge(self, tenant: str) -> bool:
+        return "*" in self._tenant_writers or tenant in self._tenant_writers
+
+    def envelope(self, tenant: str, subject: str | None, agent: str | None) -> Envelope:
+        """A fact event's envelope: a subject's in its session, the tenant's own in its public thread."""
+        thread = PUBLIC_THREAD if subject is None else SESSION_THREAD
+        return Envelope(tenant=tenant, subject=subject, agent=agent, thread=thread, producer=self._producer_name)
 
     def _text(self, text: object) -> str:
         value = check_utf8("text", check_text("text", text)).strip()  # a fact keeps no original to fall back on
@@ -116,94 +207,146 @@ class Memory:
             raise InvalidEvent("text", f"is {len(value)} characters; a fact is at most {self._policy.max_chars}")
         return value
 
-    async def state(self, tenant: str, subject: str) -> SubjectFacts:
-        state = await self._store.load(tenant, subject)
+    @staticmethod
+    def _owner(subject: str | None) -> str:
+        return TENANT_KNOWLEDGE if subject is None else subject
+
+    async def state(self, tenant: str, subject: str | None) -> SubjectFacts:
+        """The subject's facts; with `subject=None`, the tenant's own knowledge."""
+        state = await self._store.load(tenant, self._owner(subject))
         if state is None or not state.alive(now_ms()):
             return SubjectFacts()
         return state
 
     async def remember(
-        self, tenant: str, subject: str, text: object, *, agent: str | None, scope: str | None, source: str
+        self, tenant: str, subject: str | None, text: object, *, agent: str | None, scope: str | None, source: str
     ) -> tuple[str, Position]:
-        """Save a fact; without a scope it is the agent's own when an agent saves it, else shared."""
+        """Save a fact; without a scope it is the agent's own when an agent saves it, else shared.
+        `subject=None`: into the tenant's knowledge."""
+        check_name("tenant", tenant)
         text = self._text(text)
         if scope is None:
             scope = "agent" if agent else "shared"
         if scope not in FACT_SCOPES:
             raise InvalidEvent("scope", f"must be one of {', '.join(FACT_SCOPES)}, not {scope!r}")
         fact_id = str(uuid.uuid4())
-        event = FactRemembered(self._envelope(tenant, subject, agent), fact_id, scope, text, source)
+        event = FactRemembered(self.envelope(tenant, subject, agent), fact_id, scope, text, source)
         held = {fact.fact_id for fact in (await self.state(tenant, subject)).facts}
+        most, _ = self._policy.limits(subject is None)
+        owner = self._owner(subject)
         # Reserved at acceptance, not read from the projection alone: it may not have applied the
         # saves just accepted, and a 202 must mean the fact will be kept.
-        if not await self._slots.reserve(tenant, subject, fact_id, held, self._policy.max_facts):
+        if not await self._slots.reserve(tenant, owner, fact_id, held, most):
+            whose = subject if subject is not None else f"the tenant {tenant}'s knowledge"
             raise InvalidEvent(
                 "facts",
-                f"{subject} has {self._policy.max_facts} facts saved or being saved, the most kept; "
+                f"{whose} has {most} facts saved or being saved, the most kept; "
                 "forget or revise one before remembering more",
             )
         try:
             return fact_id, await self._producer.produce([event])
         except BaseException:
-            await self._slots.release(tenant, subject, fact_id)
+            await self._slots.release(tenant, owner, fact_id)
             raise
 
-    async def revise(self, tenant: str, subject: str, fact_id: str, text: object, agent: str | None) -> Position:
+    async def revise(self, tenant: str, subject: str | None, fact_id: str, text: object, agent: str | None) -> Position:
         text = self._text(text)
         await self._existing(tenant, subject, fact_id, agent)
-        return await self._producer.produce([FactRevised(self._envelope(tenant, subject, agent), fact_id, text)])
+        return await self._producer.produce([FactRevised(self.envelope(tenant, subject, agent), fact_id, text)])
 
-    async def forget(self, tenant: str, subject: str, fact_id: str, agent: str | None) -> Position:
+    async def forget(self, tenant: str, subject: str | None, fact_id: str, agent: str | None) -> Position:
         await self._existing(tenant, subject, fact_id, agent)
-        return await self._producer.produce([FactForgotten(self._envelope(tenant, subject, agent), fact_id)])
+        return await self._producer.produce([FactForgotten(self.envelope(tenant, subject, agent), fact_id)])
 
-    async def clear(self, tenant: str, subject: str) -> Position:
-        return await self._producer.produce([FactsCleared(self._envelope(tenant, subject, None), "cleared")])
+    async def clear(self, tenant: str, subject: str | None) -> Position:
+        return await self._producer.produce([FactsCleared(self.envelope(tenant, subject, None), "cleared")])
 
-    async def _existing(self, tenant: str, subject: str, fact_id: str, agent: str | None) -> Fact:
+    async def _existing(self, tenant: str, subject: str | None, fact_id: str, agent: str | None) -> Fact:
         check_name("fact_id", fact_id)
         fact = (await self.state(tenant, subject)).find(fact_id)
         if fact is None or not fact.visible_to(agent):
-            raise NotFound(f"{subject} has no fact {fact_id}")
+            whose = subject if subject is not None else f"the tenant {tenant}"
+            raise NotFound(f"{whose} has no fact {fact_id}")
         return fact
 
-    async def facts(self, tenant: str, subject: str, agent: str | None) -> list[Fact]:
+    async def facts(self, tenant: str, subject: str | None, agent: str | None) -> list[Fact]:
         return [fact for fact in (await self.state(tenant, subject)).facts if fact.visible_to(agent)]
 
+    async def pool(self, tenant: str, subject: str | None, agent: str | None, *, shared_only: bool) -> list[Candidate]:
+        """What a recall ranks: the subject's facts and the tenant's knowledge the asker may see.
+        With `subject=None`, the tenant's knowledge alone."""
+        now = now_ms()
+        knowledge = await self.state(tenant, None)
+        if subject is None:
+            return candidates(None, knowledge, agent=agent, now_ms=now, shared_only=shared_only)
+        own = await self.state(tenant, subject)
+        return candidates(own, knowledge, agent=agent, now_ms=now, shared_only=shared_only)
+
     async def recall(
-        self, tenant: str, subject: str, question: str, agent: str | None, *, shared_only: bool = False
-    ) -> list[Recalled]:
-        """`shared_only`: a reader that names no agent may see no agent's own facts (the context read)."""
-        state = await self.state(tenant, subject)
-        if shared_only:
-            state = replace(state, facts=tuple(fact for fact in state.facts if fact.scope == "shared"))
-        similarity = await self._similarity(state, question, agent) if question.strip() else None
-        return recall(
-            state,
-            question,
-            agent=agent,
-            now_ms=now_ms(),
-            limit=self._policy.recall_limit,
-            similarity=similarity,
-            min_similarity=self._policy.min_similarity,
-        )
+        self,
+        tenant: str,
+        subject: str | None,
+        question: str,
+        agent: str | None,
+        *,
+        shared_only: bool = False,
+        limit: int | None = None,
+        exclude: Collection[str] = (),
+        cursor: str | None = None,
+        fill: bool = False,
+    ) -> RecallPage:
+        """The facts that bear on the question, best first, above the relevance floor; none when
+        nothing does. `fill`: when fewer than `limit` match, the newest others after them, marked
+        "recent". `shared_only`: a reader that names no agent may see no agent's own facts."""
+        limit = self._recall.limit if limit is None else limit
+        if not 1 <= limit <= 100:
+            raise InvalidEvent("limit", f"must be from 1 to 100, not {limit}")
+        if len(exclude) > MAX_EXCLUDE:
+            raise InvalidEvent("exclude", f"lists {len(exclude)} ids; at most {MAX_EXCLUDE}")
+        bound = list_binding("recall", tenant, subject, agent, shared_only, question, sorted(exclude), fill)
+        after = None if cursor is None else _cursor_key(decode_cursor(cursor, bound)[1])
+        pool = await self.pool(tenant, subject, agent, shared_only=shared_only)
+        similarity = await self._similarity(pool, question) if question.strip() else None
+        ranked = rank(pool, question, self._recall, similarity)
+        hits, last = page(ranked, limit=limit, exclude=exclude, after=after)
+        if fill and after is None and len(hits) < limit:
+            taken = {hit.fact.fact_id for hit in ranked} | set(exclude)
+            hits += recent(pool, limit - len(hits), taken)
+        return RecallPage(hits, None if last is None else encode_cursor(bound, 0, list(last)))
 
-    async def search(self, tenant: str, subject: str, query: str, agent: str | None) -> list[Recalled]:
-        """The facts the query finds, best first; unlike recall, never the newest ones in place of a match."""
-        return [hit for hit in await self.recall(tenant, subject, query, agent) if hit.how != "recent"]
+    async def search(
+        self,
+        tenant: str,
+        subject: str | None,
+        query: str,
+        agent: str | None,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> RecallPage:
+        """The facts the query finds, best first; never the newest ones in place of a match."""
+        return await self.recall(tenant, subject, query, agent, limit=limit, cursor=cursor)
 
-    async def _similarity(self, state: SubjectFacts, question: str, agent: str | None) -> dict[str, float] | None:
-        """Cosine of the question with every fact the agent may recall (30 at most, plus none else)."""
-        if self._embedder is None:
+    async def _similarity(self, pool: Sequence[Candidate], question: str) -> dict[str, float] | None:
+        """Cosine of the question with each candidate; None without a model or when it fails (then
+        recall ranks by words alone, and nothing is lost)."""
+        if self._embedder is None or not pool:
             return None
-        visible = [fact for fact in state.facts if fact.visible_to(agent)]
-        stale = [fact for fact in visible if fact.vector_model != self._embedder.name]
+        name = self._embedder.name
+        stale = [fact for fact, _ in pool if fact.vector_model != name][:MAX_STALE_AT_READ]
         try:
             vectors = await self._embedder.embed([question, *(fact.text for fact in stale)])
-        except EmbeddingFailed:
-            return None  # still recalls: by keyword
+        except EmbeddingFailed as exc:
+            log.warning("recall ranks by words alone: %s", exc)
+            return None
         fresh = {fact.fact_id: vector for fact, vector in zip(stale, vectors[1:], strict=True)}
-        return {fact.fact_id: cosine(vectors[0], fresh.get(fact.fact_id, fact.vector)) for fact in visible}
+        scored = [
+            (fact.fact_id, fresh.get(fact.fact_id) or list(fact.vector))
+            for fact, _ in pool
+            if fact.fact_id in fresh or fact.vector_model == name
+        ]
+        values = _cosines(vectors[0], [vector for _, vector in scored])
+        return {fact_id: value for (fact_id, _), value in zip(scored, values, strict=True)}
 
     async def run_tool(
         self,
@@ -226,7 +369,7 @@ class Memory:
         result = await self._run(tenant, subject, agent, name, arguments)
         if exchange_id is not None and call_index is not None:
             call = ToolCalled(
-                self._envelope(tenant, subject, agent),
+                self.envelope(tenant, subject, agent),
                 exchange_id,
                 call_index,
                 name,
@@ -239,25 +382,61 @@ class Memory:
     async def _run(self, tenant: str, subject: str, agent: str, name: str, arguments: object) -> dict[str, Any]:
         if not isinstance(arguments, dict):
             raise InvalidEvent("arguments", "must be a JSON object")
-        allowed = {"remember": {"text", "scope"}, "recall": {"query"}, "forget": {"fact_id"}}
+        allowed = {
+            "remember": {"text", "scope"},
+            "recall": {"query", "limit", "exclude", "cursor"},
+            "forget": {"fact_id"},
+        }
         if name not in allowed:
             raise InvalidEvent("name", f"no tool {name!r}; the tools are {', '.join(allowed)}")
         extra = sorted(set(arguments) - allowed[name])
         if extra:
             raise InvalidEvent(f"arguments.{extra[0]}", f"is not an argument of {name}")
         if name == "remember":
-            fact_id, position = await self.remember(
-                tenant,
-                subject,
-                arguments.get("text"),
-                agent=agent,
-                scope=str(arguments.get("scope", "agent")),
-                source="agent",
-            )
-            return {"saved": True, "fact_id": fact_id, "position": position.token()}
+            return await self._remember_tool(tenant, subject, agent, arguments)
         if name == "recall":
-            query = check_text("arguments.query", arguments.get("query"))
-            return {"facts": [recalled_view(hit) for hit in await self.recall(tenant, subject, query, agent)]}
-        fact_id = str(arguments.get("fact_id", ""))
-        position = await self.forget(tenant, subject, fact_id, agent)
+            return await self._recall_tool(tenant, subject, agent, arguments)
+        fact_id = check_text("arguments.fact_id", arguments.get("fact_id", ""))
+        whose: str | None = subject
+        if (
+            not (await self.state(tenant, subject)).find(fact_id)
+            and self.agents_may_write_knowledge(tenant)
+            and (await self.state(tenant, None)).find(fact_id)
+        ):
+            whose = None  # the tenant's knowledge, which this tenant lets its agents keep
+        position = await self.forget(tenant, whose, fact_id, agent)
         return {"forgotten": True, "fact_id": fact_id, "position": position.token()}
+
+    async def _remember_tool(self, tenant: str, subject: str, agent: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        scope = check_text("arguments.scope", arguments.get("scope", "agent"))
+        whose: str | None = subject
+        if scope == "tenant":
+            if not self.agents_may_write_knowledge(tenant):
+                raise InvalidEvent(
+                    "arguments.scope",
+                    f"tenant {tenant} does not let agents save tenant knowledge (MEMLOG_TENANT_FACTS_FROM_AGENTS)",
+                )
+            whose, scope = None, "shared"
+        fact_id, position = await self.remember(
+            tenant, whose, arguments.get("text"), agent=agent, scope=scope, source="agent"
+        )
+        return {
+            "saved": True,
+            "fact_id": fact_id,
+            "position": position.token(),
+            "belongs_to": "tenant" if whose is None else "subject",
+        }
+
+    async def _recall_tool(self, tenant: str, subject: str, agent: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        query = check_text("arguments.query", arguments.get("query"))
+        limit = arguments.get("limit")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise InvalidEvent("arguments.limit", "must be an integer from 1 to 100")
+        exclude = arguments.get("exclude", [])
+        if not isinstance(exclude, list) or not all(isinstance(item, str) for item in exclude):
+            raise InvalidEvent("arguments.exclude", "must be a list of fact ids")
+        cursor = arguments.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidEvent("arguments.cursor", "must be the next_cursor of a previous recall")
+        found = await self.recall(tenant, subject, query, agent, limit=limit, exclude=exclude, cursor=cursor)
+        return {"facts": [recalled_view(hit) for hit in found.hits], "next_cursor": found.next_cursor}

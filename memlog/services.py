@@ -164,6 +164,8 @@ class Services:
                 self.producer_name,
                 self.embedder,
                 slots=self.current.fact_slots,
+                recall_policy=self.settings.recall_policy(),
+                tenant_writers=self.settings.tenant_facts_from_agents,
             ),
         )
 

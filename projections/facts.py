@@ -2,22 +2,22 @@
 
 A subject's facts live together: at most 30, each agent-scoped (only that agent recalls it) or
 shared (every agent of the tenant recalls it). They are kept until forgotten, or 365 days after
-the subject's last question. No I/O here.
+the subject's last question. A tenant's own knowledge (events with no subject) lives the same way
+under the key TENANT_KNOWLEDGE, with its own limit and lifetime. No I/O here.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from schemas.events import FactEvent, FactForgotten, FactRemembered, FactRevised, FactsCleared
 
 DAY_MS = 86_400_000
+FOREVER_MS = 100 * 365 * DAY_MS
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,17 @@ class FactPolicy:
     max_facts: int = 30  # seed 000: "It holds up to 30 short facts"
     max_chars: int = 500
     keep_ms: int = 365 * DAY_MS  # seed 000: "365 days after their last question"
-    recall_limit: int = 5  # seed 003: "The best handful go into the prompt"
-    min_similarity: float = 0.2  # below this cosine a fact does not bear on the question
+    tenant_max_facts: int = 200  # a tenant's own knowledge, recalled for every subject
+    tenant_keep_ms: int = 0  # a tenant's knowledge is kept this long after its last change; 0: until deleted
+
+    def limits(self, tenant_knowledge: bool) -> tuple[int, int]:
+        """(the most facts kept, how long after the last question or change they are kept)."""
+        if tenant_knowledge:
+            return self.tenant_max_facts, self.tenant_keep_ms or FOREVER_MS
+        return self.max_facts, self.keep_ms
+
+
+TENANT_KNOWLEDGE = ""  # the store key of a tenant's own facts: no subject is named "" (check_name)
 
 
 @dataclass(frozen=True)
@@ -125,9 +134,34 @@ STOP_WORDS = frozenset(
         "with",
         "you",
         "your",
+        # words of asking, which say nothing about what is asked
+        "about",
+        "again",
+        "any",
+        "can",
+        "could",
+        "did",
+        "how",
+        "know",
+        "please",
+        "remember",
+        "remind",
+        "should",
+        "tell",
+        "there",
+        "would",
+        "s",  # of "Kira's", "it's"
+        "t",  # of "don't"
+        "ll",
+        "re",
+        "ve",
     }
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# "A.I.", "U.S.A": letters joined by dots are one word, as if written without them
+_DOTTED = re.compile(r"(?<![^\W_])(?:[^\W\d_]\.){1,}[^\W\d_](?![^\W_])\.?", re.UNICODE)
+# "PRs", "IDs", "APIs": an acronym's plural is the acronym
+_ACRONYM_PLURAL = re.compile(r"^[^\W\d_a-z]{2,}'?s$", re.UNICODE)
 
 
 def _fold(text: str) -> str:
@@ -143,9 +177,17 @@ def _stem(word: str) -> str:
     return word
 
 
+def _word(raw: str) -> str:
+    if _ACRONYM_PLURAL.match(raw):
+        raw = raw.rstrip("s").rstrip("'")
+    return _fold(raw)
+
+
+@lru_cache(maxsize=65_536)
 def index_terms(text: str) -> tuple[str, ...]:
     """The terms a text is indexed and searched by (the same function on both sides)."""
-    words = [_fold(word) for word in _WORD.findall(text)]
+    joined = _DOTTED.sub(lambda match: match.group().replace(".", ""), text)
+    words = [_word(word) for word in _WORD.findall(joined)]
     terms = [_stem(word) for word in words if word not in STOP_WORDS]
     if not terms:  # a text of stop words only is still findable by them
         terms = [_stem(word) for word in words]
@@ -161,12 +203,13 @@ def apply_fact_event(state: SubjectFacts, event: FactEvent, policy: FactPolicy) 
     """The subject's facts after one event. Raises FactRefused for an event that changes nothing."""
     env = event.envelope
     now = env.occurred_at
-    expires_at = max(state.expires_at, max(state.last_question_at, now) + policy.keep_ms)
+    max_facts, keep_ms = policy.limits(env.subject is None)
+    expires_at = max(state.expires_at, max(state.last_question_at, now) + keep_ms)
     if isinstance(event, FactRemembered):
         if state.find(event.fact_id) is not None:
             raise FactRefused(f"fact {event.fact_id} exists already")
-        if len(state.facts) >= policy.max_facts:
-            raise FactRefused(f"the subject has {policy.max_facts} facts already")
+        if len(state.facts) >= max_facts:
+            raise FactRefused(f"{env.subject or 'the tenant'} has {max_facts} facts already")
         fact = Fact(
             fact_id=event.fact_id,
             scope=event.scope,
@@ -183,7 +226,9 @@ def apply_fact_event(state: SubjectFacts, event: FactEvent, policy: FactPolicy) 
         if old is None:
             raise FactRefused(f"no fact {event.fact_id}")
         new = replace(old, text=event.text, updated_at=now, terms=index_terms(event.text), vector=(), vector_model="")
-        return replace(state, facts=tuple(new if f.fact_id == old.fact_id else f for f in state.facts))
+        facts = tuple(new if f.fact_id == old.fact_id else f for f in state.facts)
+        # a subject's facts are kept from the last question (seed 000), the tenant's from the last change
+        return replace(state, facts=facts, expires_at=expires_at if env.subject is None else state.expires_at)
     if isinstance(event, FactForgotten):
         if state.find(event.fact_id) is None:
             raise FactRefused(f"no fact {event.fact_id}")
@@ -196,87 +241,3 @@ def questioned(state: SubjectFacts, at: int, policy: FactPolicy) -> SubjectFacts
     """Every question moves the date the facts are kept until (seed 000)."""
     last = max(state.last_question_at, at)
     return replace(state, last_question_at=last, expires_at=max(state.expires_at, last + policy.keep_ms))
-
-
-# --- recall ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Recalled:
-    fact: Fact
-    score: float
-    how: str  # keyword | similarity | recent
-
-
-@dataclass
-class Bm25:
-    """Okapi BM25 over one subject's visible facts (a few dozen documents at most)."""
-
-    documents: Sequence[Fact]
-    k1: float = 1.2
-    b: float = 0.75
-    _df: Counter[str] = field(default_factory=Counter)
-
-    def __post_init__(self) -> None:
-        for fact in self.documents:
-            self._df.update(set(fact.terms))
-        lengths = [len(fact.terms) for fact in self.documents] or [1]
-        self._avg = sum(lengths) / len(lengths)
-
-    def score(self, fact: Fact, query: Iterable[str]) -> float:
-        counts = Counter(fact.terms)
-        total = 0.0
-        n = len(self.documents)
-        for term in set(query):
-            tf = counts.get(term, 0)
-            if not tf:
-                continue
-            df = self._df[term]
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = tf + self.k1 * (1 - self.b + self.b * len(fact.terms) / self._avg)
-            total += idf * tf * (self.k1 + 1) / norm
-        return total
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
-
-
-def recall(
-    state: SubjectFacts,
-    question: str,
-    *,
-    agent: str | None,
-    now_ms: int,
-    limit: int,
-    similarity: dict[str, float] | None = None,
-    min_similarity: float = 0.0,
-) -> list[Recalled]:
-    """The facts that bear on a question (seed 003, "How recall actually works", done better).
-
-    1. Narrow lexically with the facts' own token index: every word counts, "AI" included.
-    2. Rank by similarity when an embedding model gave `similarity` (fact id -> cosine), scoring every
-       visible fact so a paraphrase with no shared word is still found; by BM25 otherwise.
-    3. The best `limit` go in; when nothing matches, the most recent facts instead of nothing.
-    """
-    if not state.alive(now_ms):
-        return []
-    visible = [fact for fact in state.facts if fact.visible_to(agent)]
-    query = index_terms(question)
-    ranked: list[Recalled] = []
-    if similarity is not None:
-        ranked = [
-            Recalled(f, similarity[f.fact_id], "similarity")
-            for f in visible
-            if similarity.get(f.fact_id, 0.0) >= max(min_similarity, 1e-9)
-        ]
-    else:
-        bm25 = Bm25(visible)
-        narrowed = [fact for fact in visible if set(fact.terms) & set(query)]
-        ranked = [Recalled(fact, bm25.score(fact, query), "keyword") for fact in narrowed]
-    ranked = [hit for hit in ranked if hit.score > 0]
-    ranked.sort(key=lambda hit: (-hit.score, -hit.fact.updated_at, hit.fact.fact_id))
-    if ranked:
-        return ranked[:limit]
-    recent = sorted(visible, key=lambda fact: (-fact.updated_at, fact.fact_id))[:limit]
-    return [Recalled(fact, 0.0, "recent") for fact in recent]

@@ -15,14 +15,14 @@ from config.settings import Settings
 from memlog.api import handlers
 from memlog.api.guard import RequestGuard
 from memlog.api.openapi import describe_names
-from memlog.api.routers import context, conversations, exchanges, facts, health, privacy, replays, runs
+from memlog.api.routers import context, conversations, exchanges, facts, health, knowledge, privacy, replays, runs
 from memlog.credentials import Credentials
 from memlog.services import Services, open_services
 from schemas.errors import ServiceSetupError, StoreUnavailable
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
-ROUTERS = (health, exchanges, context, facts, runs, privacy, replays, conversations)
+ROUTERS = (health, exchanges, context, facts, knowledge, runs, privacy, replays, conversations)
 POINTER_SECONDS = 1.0  # how soon reads follow a replay's switch to its rebuilt namespace
 
 

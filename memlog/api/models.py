@@ -170,6 +170,17 @@ class FactIn(BaseModel):
     source: Literal["agent", "subject"] = Field(default="subject", description="Saved by the agent or by hand.")
 
 
+class KnowledgeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    scope: Literal["agent", "shared"] | None = Field(
+        default=None,
+        description="agent: only that agent recalls it (for every subject); shared: every agent of the tenant. "
+        "Default: agent when an agent is given, else shared.",
+    )
+    agent: str | None = Field(default=None, description="The agent it is for (needed for scope agent).")
+
+
 class FactEdit(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str
@@ -184,8 +195,18 @@ class FactOut(BaseModel):
     source: str
     created_at: int
     updated_at: int
-    score: float | None = None
-    how: str | None = Field(default=None, description="keyword, similarity, or recent (nothing matched).")
+    score: float | None = Field(
+        default=None,
+        description="Estimated probability (0 to 1) that the fact bears on the question; 0 for a recent fill-in.",
+    )
+    how: str | None = Field(
+        default=None,
+        description="keyword (a word matched; no model), similarity (meaning only), both, or recent (a fill-in "
+        "asked for with fill=recent, not matched to the question).",
+    )
+    belongs_to: Literal["subject", "tenant"] = Field(
+        default="subject", description="subject: a fact about the subject; tenant: the tenant's knowledge."
+    )
 
 
 class FactAccepted(BaseModel):
@@ -195,9 +216,10 @@ class FactAccepted(BaseModel):
 
 class FactsOut(BaseModel):
     tenant: str
-    subject: str
+    subject: str | None = Field(description="None for the tenant's own knowledge.")
     facts: list[FactOut]
-    limit: int
+    limit: int = Field(description="The most facts kept here.")
+    next_cursor: str | None = Field(default=None, description="With q: the cursor of the next page of matches.")
 
 
 class ToolRunIn(BaseModel):

@@ -14,8 +14,8 @@ from projections.facts import (
     apply_fact_event,
     index_terms,
     questioned,
-    recall,
 )
+from projections.recall import RecallPolicy, candidates, rank, recent
 from schemas.events import Envelope, FactEvent, FactForgotten, FactRemembered, FactRevised, FactsCleared
 
 POLICY = FactPolicy()
@@ -49,12 +49,18 @@ def test_the_31st_fact_is_refused_and_nothing_is_evicted() -> None:
     assert len(state.facts) == 30
 
 
+def recall(state: SubjectFacts, question: str, *, agent: str | None, now_ms: int, limit: int) -> list:  # type: ignore[type-arg]
+    """Keyword recall (no model) of one subject's facts, as the context read does it."""
+    return rank(candidates(state, None, agent=agent, now_ms=now_ms), question, RecallPolicy(limit=limit))[:limit]
+
+
 def test_facts_are_kept_365_days_after_the_last_question() -> None:
     state = remembered([("old fact", "shared", None)], at=T0)
     assert state.alive(T0 + 365 * DAY_MS - 1) and not state.alive(T0 + 365 * DAY_MS)
     later = questioned(state, T0 + 100 * DAY_MS, POLICY)
     assert later.alive(T0 + 465 * DAY_MS - 1) and not later.alive(T0 + 465 * DAY_MS)
-    assert recall(state, "old", agent=None, now_ms=T0 + 366 * DAY_MS, limit=5) == []
+    assert recall(state, "old fact", agent=None, now_ms=T0 + 366 * DAY_MS, limit=5) == []
+    assert len(recall(state, "old fact", agent=None, now_ms=T0 + 364 * DAY_MS, limit=5)) == 1
 
 
 def test_a_fact_that_is_only_ai_is_findable_by_ai() -> None:
@@ -63,7 +69,7 @@ def test_a_fact_that_is_only_ai_is_findable_by_ai() -> None:
     assert hit.fact.text == "AI" and hit.how == "keyword"
 
 
-def test_recall_ranks_by_bm25_and_falls_back_to_the_most_recent() -> None:
+def test_keyword_recall_ranks_by_the_words_matched_and_claims_nothing_when_none_bears() -> None:
     state = remembered(
         [
             ("my base is at 100 64 -20", "shared", None),
@@ -74,20 +80,26 @@ def test_recall_ranks_by_bm25_and_falls_back_to_the_most_recent() -> None:
     )
     hits = recall(state, "how is my redstone computer going?", agent=None, now_ms=T0, limit=5)
     assert [h.fact.fact_id for h in hits] == ["f1", "f3"]
-    assert all(h.how == "keyword" for h in hits)
-    fallback = recall(state, "zzz qqq", agent=None, now_ms=T0, limit=2)
-    assert [h.fact.fact_id for h in fallback] == ["f3", "f2"] and fallback[0].how == "recent"
+    assert all(h.how == "keyword" and 0.5 <= h.score <= 1 for h in hits)
+    assert recall(state, "zzz qqq", agent=None, now_ms=T0, limit=2) == []
+    fill = recent(candidates(state, None, agent=None, now_ms=T0), 2)
+    assert [h.fact.fact_id for h in fill] == ["f3", "f2"] and {h.how for h in fill} == {"recent"}
 
 
 def test_an_agent_recalls_its_own_facts_and_the_shared_ones_only() -> None:
     state = remembered([("mine", "agent", "a"), ("theirs", "agent", "b"), ("everyone's", "shared", "b")])
-    assert {h.fact.text for h in recall(state, "", agent="a", now_ms=T0, limit=5)} == {"mine", "everyone's"}
-    assert {h.fact.text for h in recall(state, "", agent="b", now_ms=T0, limit=5)} == {"theirs", "everyone's"}
+    seen = {agent: {f.text for f, _ in candidates(state, None, agent=agent, now_ms=T0)} for agent in ("a", "b")}
+    assert seen == {"a": {"mine", "everyone's"}, "b": {"theirs", "everyone's"}}
+    shared = candidates(state, None, agent=None, now_ms=T0, shared_only=True)
+    assert [f.text for f, _ in shared] == ["everyone's"]
 
 
-def test_the_index_folds_case_accents_and_plurals() -> None:
+def test_the_index_folds_case_accents_plurals_and_acronyms() -> None:
     assert index_terms("Diamonds in the CAFÉ") == ("diamond", "cafe")
     assert index_terms("the") == ("the",)  # a text of stop words only is still findable
+    assert index_terms("my PRs and IDs") == ("pr", "id") == index_terms("PR ID")
+    assert index_terms("A.I. in the U.S.A.") == ("ai", "usa") == index_terms("AI USA")
+    assert index_terms("Kira's base") == ("kira", "base")
 
 
 @given(st.lists(st.sampled_from(["remember", "revise", "forget", "clear"]), max_size=60), st.data())

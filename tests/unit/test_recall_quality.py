@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from adapters.embeddings import LocalMiniLM
-from projections.facts import Fact, SubjectFacts, cosine, index_terms, recall
+from projections.facts import Fact, SubjectFacts, index_terms
+from projections.recall import RecallPolicy, candidates, cosine, rank
 
 DATA = json.loads((Path(__file__).parents[1] / "fixtures" / "recall_eval.json").read_text())
 NOW = 1_795_000_000_000
@@ -49,9 +50,8 @@ def recall_at_5(similar: bool, model: LocalMiniLM | None) -> dict[str, float]:
         similarity = None
         if similar and model is not None:
             similarity = {f.fact_id: cosine(questions[number], vectors[f.fact_id]) for f in state.facts}
-        found = recall(
-            state, question["text"], agent=None, now_ms=NOW, limit=5, similarity=similarity, min_similarity=0.2
-        )
+        pool = candidates(state, None, agent=None, now_ms=NOW)
+        found = rank(pool, question["text"], RecallPolicy(), similarity)[:5]
         assert len(found) <= 5
         hits[question["kind"]].append(question["expected"] in {hit.fact.fact_id for hit in found})
     every = hits["lexical"] + hits["paraphrase"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
@@ -22,9 +24,17 @@ async def context(
     agent: str | None = Query(
         default=None, description="The agent answering: its own facts and the shared ones; without it, shared only."
     ),
+    fill: Literal["recent"] | None = Query(
+        default=None,
+        description="recent: when fewer facts than the limit bear on the question, the newest others after "
+        "them, marked how=recent. Without it, only facts that bear on the question (none when nothing does).",
+    ),
 ) -> Context:
-    """The subject's session and the facts that bear on the question, ready to put before the model."""
-    read = await services.contexts.session(tenant, subject, question=question, agent=agent, after=after, wait=wait)
+    """The subject's session and the facts that bear on the question (the subject's and the tenant's
+    knowledge), ready to put before the model."""
+    read = await services.contexts.session(
+        tenant, subject, question=question, agent=agent, after=after, wait=wait, fill=fill == "recent"
+    )
     return Context.of(read)
 
 

@@ -27,6 +27,11 @@ async def remember(tenant: str, subject: str, body: FactIn, services: ServicesDe
     return FactAccepted(fact_id=fact_id, position=position.token())
 
 
+SEARCH = Query(default=None, description="Search: the facts that bear on it, best first (see the README's recall).")
+LIMIT = Query(default=None, ge=1, le=100, description="With q: at most this many (default MEMLOG_RECALL_LIMIT).")
+CURSOR = Query(default=None, description="With q: next_cursor of the previous page.")
+
+
 @router.get(FACTS, response_model=FactsOut, dependencies=TENANT_ONLY)
 async def list_facts(
     tenant: str,
@@ -35,16 +40,26 @@ async def list_facts(
     after: str | None = AFTER,
     wait: float | None = WAIT,
     agent: str | None = Query(default=None, description="Only what this agent recalls; all facts without it."),
-    q: str | None = Query(default=None, description="Search: facts that share a word with it, best first."),
+    q: str | None = SEARCH,
+    limit: int | None = LIMIT,
+    cursor: str | None = CURSOR,
 ) -> FactsOut:
-    """Every fact memlog keeps about the subject (seed 000 "/allay memory"): listable, searchable."""
+    """Every fact memlog keeps about the subject (seed 000 "/allay memory"): listable, searchable.
+    A search ranks the tenant's knowledge with them; each result says which it is (`belongs_to`)."""
     check_name("tenant", tenant)
     check_name("subject", subject)
     await services.positions.wait_all(after, wait)
     if q:
-        facts = [FactOut(**recalled_view(hit)) for hit in await services.memory.search(tenant, subject, q, agent)]
-    else:
-        facts = [FactOut(**fact.view()) for fact in await services.memory.facts(tenant, subject, agent)]
+        found = await services.memory.search(tenant, subject, q, agent, limit=limit, cursor=cursor)
+        facts = [FactOut(**recalled_view(hit)) for hit in found.hits]
+        return FactsOut(
+            tenant=tenant,
+            subject=subject,
+            facts=facts,
+            limit=services.settings.facts_max,
+            next_cursor=found.next_cursor,
+        )
+    facts = [FactOut(**fact.view()) for fact in await services.memory.facts(tenant, subject, agent)]
     return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=services.settings.facts_max)
 
 

@@ -1,0 +1,84 @@
+"""A tenant's own knowledge: facts about no subject (a server's rules, a team's conventions), recalled
+for every subject of the tenant, agent-scoped or shared like a subject's facts."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from memlog.api.auth import TENANT_ONLY
+from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.models import FactAccepted, FactEdit, FactOut, FactsOut, KnowledgeIn
+from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH
+from memlog.memory import recalled_view
+from schemas.events import check_name
+
+router = APIRouter()
+KNOWLEDGE = "/v1/tenants/{tenant}/facts"
+
+
+@router.post(KNOWLEDGE, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
+async def remember(tenant: str, body: KnowledgeIn, services: ServicesDep) -> FactAccepted:
+    """Save a fact of the tenant: every agent recalls a shared one for every subject; an agent-scoped
+    one only that agent. It counts against MEMLOG_TENANT_FACTS_MAX, not against any subject's limit."""
+    check_name("tenant", tenant)
+    fact_id, position = await services.memory.remember(
+        tenant, None, body.text, agent=body.agent, scope=body.scope, source="agent" if body.agent else "subject"
+    )
+    return FactAccepted(fact_id=fact_id, position=position.token())
+
+
+@router.get(KNOWLEDGE, response_model=FactsOut, dependencies=TENANT_ONLY)
+async def list_knowledge(
+    tenant: str,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+    agent: str | None = Query(default=None, description="Only what this agent recalls; all facts without it."),
+    q: str | None = SEARCH,
+    limit: int | None = LIMIT,
+    cursor: str | None = CURSOR,
+) -> FactsOut:
+    """The tenant's knowledge: listable, searchable."""
+    check_name("tenant", tenant)
+    if agent is not None:
+        check_name("agent", agent)
+    await services.positions.wait_all(after, wait)
+    most = services.settings.tenant_facts_max
+    if q:
+        found = await services.memory.search(tenant, None, q, agent, limit=limit, cursor=cursor)
+        facts = [FactOut(**recalled_view(hit)) for hit in found.hits]
+        return FactsOut(tenant=tenant, subject=None, facts=facts, limit=most, next_cursor=found.next_cursor)
+    listed = [FactOut(**fact.view(), belongs_to="tenant") for fact in await services.memory.facts(tenant, None, agent)]
+    return FactsOut(tenant=tenant, subject=None, facts=listed, limit=most)
+
+
+@router.patch(
+    KNOWLEDGE + "/{fact_id}",
+    status_code=202,
+    response_model=FactAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
+async def revise(
+    tenant: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
+) -> FactAccepted:
+    """Edit a fact of the tenant. `after` makes sure a fact just saved is seen first."""
+    check_name("tenant", tenant)
+    await services.positions.wait_all(after)
+    position = await services.memory.revise(tenant, None, fact_id, body.text, body.agent)
+    return FactAccepted(fact_id=fact_id, position=position.token())
+
+
+@router.delete(
+    KNOWLEDGE + "/{fact_id}",
+    status_code=202,
+    response_model=FactAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
+async def forget(tenant: str, fact_id: str, services: ServicesDep, after: str | None = AFTER) -> FactAccepted:
+    """Delete a fact of the tenant; it influences no later read of any subject."""
+    check_name("tenant", tenant)
+    await services.positions.wait_all(after)
+    position = await services.memory.forget(tenant, None, fact_id, None)
+    return FactAccepted(fact_id=fact_id, position=position.token())
