@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +98,7 @@ def fit(features: np.ndarray, labels: np.ndarray, l2: float = 1e-3) -> np.ndarra
     return w
 
 
-def evaluate(qs: list[Question], sims: list[dict[str, float] | None], policy: RecallPolicy) -> dict[str, float]:
+def evaluate(qs: list[Question], sims: Sequence[Mapping[str, float] | None], policy: RecallPolicy) -> dict[str, float]:
     answered, empty, leaks = [], [], 0
     by_kind: dict[str, list[bool]] = {}
     for question, similarity in zip(qs, sims, strict=True):
@@ -119,22 +119,27 @@ def evaluate(qs: list[Question], sims: list[dict[str, float] | None], policy: Re
     return result | {kind: sum(v) / len(v) for kind, v in sorted(by_kind.items())}
 
 
+def similarities(qs: list[Question], model: LocalMiniLM) -> list[dict[str, float]]:
+    """Each question's cosine with each candidate, as the service computes them."""
+    texts = sorted({fact.text for q in qs for fact, _ in q.pool} | {q.text for q in qs})
+    vectors = dict(zip(texts, model.encode(texts), strict=True))
+    found = []
+    for q in qs:
+        qv = np.asarray(vectors[q.text])
+        found.append({fact.fact_id: float(qv @ np.asarray(vectors[fact.text])) for fact, _ in q.pool})
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fit-on", default="all", help="all, or a fixture file name to fit on alone")
     args = parser.parse_args()
     qs = questions()
-    model = LocalMiniLM()
-    texts = sorted({fact.text for q in qs for fact, _ in q.pool} | {q.text for q in qs})
-    vectors = dict(zip(texts, model.encode(texts), strict=True))
+    sims = similarities(qs, LocalMiniLM())
     rows, labels, lexical_only = [], [], []
-    sims: list[dict[str, float] | None] = []
-    for q in qs:
+    for q, sim in zip(qs, sims, strict=True):
         rarity = Rarity.of(q.pool)
         query = index_terms(q.text)
-        qv = np.asarray(vectors[q.text])
-        sim = {fact.fact_id: float(qv @ np.asarray(vectors[fact.text])) for fact, _ in q.pool}
-        sims.append(sim)
         if args.fit_on != "all" and q.source != args.fit_on:
             continue
         lexical = [lexical_score(index_terms(fact.text), query, rarity) for fact, _ in q.pool]

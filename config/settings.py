@@ -147,7 +147,7 @@ class Settings(BaseSettings):
     facts_keep_days: int = Field(default=365, ge=1, description="Facts kept this long after the last question.")
     recall_limit: int = Field(default=5, ge=1, description="Facts supplied with the context (003: a handful).")
     recall_floor: float = Field(
-        default=0.5,
+        default=0.3,
         ge=0.0,
         le=1.0,
         description="A fact scored below this (the estimated probability it bears on the question) is not recalled.",

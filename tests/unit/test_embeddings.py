@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from adapters.embeddings import LocalMiniLM, OpenAIEmbeddings
-from projections.facts import cosine
+from projections.recall import cosine
 
 REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text())
 

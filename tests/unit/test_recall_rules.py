@@ -1,0 +1,102 @@
+"""Recall's pure rules: the subject's facts and the tenant's knowledge ranked together, the floor,
+the fill-in only when asked, exclusion and paging."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections.facts import Fact, SubjectFacts, index_terms
+from projections.recall import SUBJECT, TENANT, Recalled, RecallPolicy, candidates, page, rank, recent, render
+
+T0 = 1_795_000_000_000
+ALIVE = T0 + 10**12
+
+
+def fact(fact_id: str, text: str, scope: str = "shared", agent: str | None = None, at: int = T0) -> Fact:
+    return Fact(fact_id, scope, agent, text, "subject", at, at, index_terms(text))
+
+
+SUBJECT_FACTS = SubjectFacts(
+    (
+        fact("s1", "my base is at 100 64 -20"),
+        fact("s2", "I keep my spare diamonds in the ender chest", at=T0 + 1),
+        fact("s3", "my secret build is a copper tower", scope="agent", agent="builder", at=T0 + 2),
+    ),
+    T0,
+    ALIVE,
+)
+KNOWLEDGE = SubjectFacts(
+    (
+        fact("k1", "keep-inventory is on in the nether"),
+        fact("k2", "backups are taken every six hours", at=T0 + 1),
+        fact("k3", "the builder bot may place at most 64 blocks a minute", scope="agent", agent="builder"),
+    ),
+    0,
+    ALIVE,
+)
+
+
+def test_the_tenants_knowledge_is_ranked_with_the_subjects_facts_and_says_whose_it_is() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent="helper", now_ms=T0)
+    assert {f.fact_id for f, _ in pool} == {"s1", "s2", "k1", "k2"}  # neither agent-scoped fact of builder
+    hits = rank(pool, "how often are backups taken?", RecallPolicy())
+    assert [(h.fact.fact_id, h.belongs_to) for h in hits] == [("k2", TENANT)]
+    hits = rank(pool, "where are my diamonds?", RecallPolicy())
+    assert [(h.fact.fact_id, h.belongs_to) for h in hits] == [("s2", SUBJECT)]
+
+
+def test_an_agent_sees_its_own_knowledge_and_a_reader_naming_none_only_the_shared() -> None:
+    builder = {f.fact_id for f, _ in candidates(SUBJECT_FACTS, KNOWLEDGE, agent="builder", now_ms=T0)}
+    assert builder == {"s1", "s2", "s3", "k1", "k2", "k3"}
+    nobody = {f.fact_id for f, _ in candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0, shared_only=True)}
+    assert nobody == {"s1", "s2", "k1", "k2"}
+
+
+def test_expired_knowledge_is_not_a_candidate() -> None:
+    expired = SubjectFacts(KNOWLEDGE.facts, 0, T0)
+    assert {f.fact_id for f, _ in candidates(SUBJECT_FACTS, expired, agent=None, now_ms=T0)} == {"s1", "s2", "s3"}
+
+
+def test_nothing_is_claimed_for_an_unrelated_question_and_the_render_says_so() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    assert rank(pool, "what is the capital of Peru?", RecallPolicy()) == []
+    assert rank(pool, "", RecallPolicy()) == []
+    assert "nothing" in render([])
+
+
+def test_a_semantic_match_is_found_without_a_shared_word_and_the_floor_drops_weak_ones() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    similarity = {"s1": 0.62, "s2": 0.1, "s3": 0.05, "k1": 0.12, "k2": 0.08}
+    hits = rank(pool, "I got lost, how do I find my way home?", RecallPolicy(), similarity)
+    assert [(h.fact.fact_id, h.how) for h in hits] == [("s1", "similarity")]
+    assert rank(pool, "I got lost", RecallPolicy(), {k: 0.1 for k in similarity}) == []
+
+
+def test_an_exact_word_wins_over_a_vaguer_paraphrase() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    similarity = {"s1": 0.45, "s2": 0.43, "s3": 0.0, "k1": 0.0, "k2": 0.0}
+    hits = rank(pool, "where are my diamonds?", RecallPolicy(), similarity)
+    assert hits[0].fact.fact_id == "s2" and hits[0].how == "both"
+
+
+def test_recent_fill_ins_are_marked_and_skip_what_was_matched() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    fill = recent(pool, 2, exclude={"s2"})
+    assert [h.how for h in fill] == ["recent", "recent"] and "s2" not in {h.fact.fact_id for h in fill}
+    assert "(recent, not matched to the question)" in render(fill)
+    assert render([Recalled(KNOWLEDGE.facts[0], 0.9, "keyword", TENANT)]).startswith("- [tenant] keep-inventory")
+
+
+@given(st.integers(1, 7), st.sets(st.sampled_from([f"f{n}" for n in range(20)]), max_size=6))
+def test_paging_with_exclusion_returns_every_hit_once_in_order(limit: int, exclude: set[str]) -> None:
+    hits = [Recalled(fact(f"f{n}", f"fact {n}"), 1 - n / 40, "keyword") for n in range(20)]
+    seen: list[str] = []
+    after = None
+    while True:
+        taken, after = page(hits, limit=limit, exclude=exclude, after=after)
+        assert len(taken) <= limit
+        seen += [h.fact.fact_id for h in taken]
+        if after is None:
+            break
+    assert seen == [f"f{n}" for n in range(20) if f"f{n}" not in exclude]
