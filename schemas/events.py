@@ -307,8 +307,9 @@ class FactRemembered:
             raise InvalidEvent("source", f"must be one of {', '.join(FACT_SOURCES)}, not {self.source!r}")
         if self.scope == "agent" and self.envelope.agent is None:
             raise InvalidEvent("agent", "an agent-scoped fact needs the agent it belongs to")
-        if self.envelope.subject is None:
-            raise InvalidEvent("subject", "a fact is about a subject")
+        if self.envelope.subject is None and self.envelope.thread != PUBLIC_THREAD:
+            # no subject: the tenant's own knowledge, which belongs to the tenant's public thread
+            raise InvalidEvent("subject", "a fact is about a subject, or the tenant's (in its public thread)")
 
 
 @dataclass(frozen=True)

@@ -69,10 +69,12 @@ async def test_a_shared_fact_is_recalled_by_every_agent_and_an_agent_scoped_one_
 ) -> None:
     await remember(http, "ann", "the guild meets on fridays", scope="shared", agent="smith", source="agent")
     last = await remember(http, "ann", "owes the smith ten iron", scope="agent", agent="smith", source="agent")
-    by_smith = await recalled(http, "ann", "when does the guild meet and what do I owe?", "smith", last["position"])
-    by_baker = await recalled(http, "ann", "when does the guild meet and what do I owe?", "baker")
-    assert set(by_smith) == {"the guild meets on fridays", "owes the smith ten iron"}
-    assert by_baker == ["the guild meets on fridays"]
+    assert await recalled(http, "ann", "when does the guild meet?", "smith", last["position"]) == [
+        "the guild meets on fridays"
+    ]
+    assert await recalled(http, "ann", "when does the guild meet?", "baker") == ["the guild meets on fridays"]
+    assert await recalled(http, "ann", "what do I owe the smith?", "smith") == ["owes the smith ten iron"]
+    assert await recalled(http, "ann", "what do I owe the smith?", "baker") == []
 
 
 async def test_a_subjects_facts_never_reach_another_subject_or_tenant(http: httpx.AsyncClient) -> None:
@@ -248,13 +250,21 @@ async def test_the_agents_tools_are_published_and_run(http: httpx.AsyncClient) -
     assert bad.status_code == 422 and "colour" in bad.text
 
 
-async def test_recall_finds_ai_and_falls_back_to_the_most_recent(http: httpx.AsyncClient) -> None:
+async def test_recall_finds_ai_claims_nothing_unrelated_and_fills_with_recent_only_when_asked(
+    http: httpx.AsyncClient,
+) -> None:
     await remember(http, "kim", "AI")
     await remember(http, "kim", "my favourite colour is green")
     last = await remember(http, "kim", "I build castles out of sandstone")
-    assert await recalled(http, "kim", "what did I say about AI?", "any", last["position"]) == ["AI"]
-    fallback = await recalled(http, "kim", "zzz xyzzy", "any")
-    assert fallback[0] == "I build castles out of sandstone" and len(fallback) == 3
+    assert await recalled(http, "kim", "what did I say about A.I.?", "any", last["position"]) == ["AI"]
+    unrelated = (
+        await http.get("/v1/tenants/castle/subjects/kim/context", params={"question": "zzz xyzzy", "agent": "any"})
+    ).json()
+    assert unrelated["facts"] == [] and "nothing" in unrelated["rendered_facts"]
+    params = {"question": "zzz xyzzy", "agent": "any", "fill": "recent"}
+    filled = (await http.get("/v1/tenants/castle/subjects/kim/context", params=params)).json()
+    assert [f["text"] for f in filled["facts"]][0] == "I build castles out of sandstone" and len(filled["facts"]) == 3
+    assert {f["how"] for f in filled["facts"]} == {"recent"} and "recent" in filled["rendered_facts"]
     searched = await facts(http, "kim", q="colour")
     assert [f["text"] for f in searched] == ["my favourite colour is green"]
 

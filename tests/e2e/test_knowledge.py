@@ -1,0 +1,200 @@
+"""Tenant knowledge and recall's reach, on the real stack through the worker and the API: facts of the
+tenant recalled for every subject as scoped, never exported or erased with a subject; the recall tool's
+limit, exclude and cursor; search paging."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from config.settings import Settings
+from memlog.processes import free_port, start_api, start_worker
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
+T = "realm"
+
+
+@pytest.fixture(scope="module")
+def live(stack: Settings) -> Iterator[Settings]:
+    settings = unique_settings(
+        stack,
+        api_port=free_port(),
+        facts_max=2,
+        tenant_facts_max=4,
+        tenant_facts_from_agents=["realm"],
+        embeddings="none",  # keyword ranking: what these tests check does not depend on a model
+    )
+    asyncio.run(ensure_topics(settings))
+    worker = start_worker(settings, LOGS)
+    api = start_api(settings, LOGS)
+    yield settings
+    api.stop()
+    worker.stop()
+
+
+@pytest.fixture
+async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
+        yield client
+
+
+async def accepted(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 202, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def context(http: httpx.AsyncClient, tenant: str, subject: str, **params: Any) -> dict[str, Any]:
+    response = await http.get(f"/v1/tenants/{tenant}/subjects/{subject}/context", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_tenant_knowledge_is_recalled_for_every_subject_as_scoped(http: httpx.AsyncClient) -> None:
+    rule = await accepted(
+        await http.post(f"/v1/tenants/{T}/facts", json={"text": "keep-inventory is on in the nether"})
+    )
+    own = await accepted(
+        await http.post(
+            f"/v1/tenants/{T}/facts", json={"text": "the builder bot places at most 64 blocks", "agent": "builder"}
+        )
+    )
+    wait = {"after": f"{rule['position']},{own['position']}", "wait": 30}
+    for subject in ("ann", "bob"):
+        read = await context(http, T, subject, question="is keep-inventory on in the nether?", agent="helper", **wait)
+        assert [(f["text"], f["belongs_to"]) for f in read["facts"]] == [
+            ("keep-inventory is on in the nether", "tenant")
+        ]
+        assert "[tenant] keep-inventory is on in the nether" in read["rendered_facts"]
+    question = "how many blocks may the builder bot place?"
+    assert [f["fact_id"] for f in (await context(http, T, "ann", question=question, agent="builder"))["facts"]] == [
+        own["fact_id"]
+    ]
+    assert (await context(http, T, "ann", question=question, agent="helper"))["facts"] == []
+    assert (await context(http, T, "ann", question=question))["facts"] == []  # no agent named: shared only
+    # another tenant never sees it
+    assert (await context(http, "elsewhere", "ann", question="keep-inventory nether", agent="helper"))["facts"] == []
+    listed = (await http.get(f"/v1/tenants/{T}/facts")).json()
+    assert {f["fact_id"] for f in listed["facts"]} >= {rule["fact_id"], own["fact_id"]} and listed["subject"] is None
+    by_helper = (await http.get(f"/v1/tenants/{T}/facts", params={"agent": "helper"})).json()["facts"]
+    assert own["fact_id"] not in {f["fact_id"] for f in by_helper}
+
+
+async def test_tenant_knowledge_has_its_own_limit_and_is_edited_and_deleted(http: httpx.AsyncClient) -> None:
+    tenant = "limits"
+    saved = [
+        await accepted(await http.post(f"/v1/tenants/{tenant}/facts", json={"text": f"rule number {n}"}))
+        for n in range(4)
+    ]
+    refused = await http.post(f"/v1/tenants/{tenant}/facts", json={"text": "one rule too many"})
+    assert refused.status_code == 422 and "4 facts" in refused.text and "tenant" in refused.text
+    # a subject's own limit (2) is not touched by the tenant's 4 facts
+    for n in range(2):
+        await accepted(await http.post(f"/v1/tenants/{tenant}/subjects/cy/facts", json={"text": f"cy fact {n}"}))
+    first = saved[0]["fact_id"]
+    edited = await accepted(
+        await http.patch(
+            f"/v1/tenants/{tenant}/facts/{first}",
+            json={"text": "rule number zero"},
+            params={"after": saved[-1]["position"]},
+        )
+    )
+    listed = (await http.get(f"/v1/tenants/{tenant}/facts", params={"after": edited["position"], "wait": 30})).json()
+    assert "rule number zero" in {f["text"] for f in listed["facts"]}
+    gone = await accepted(await http.delete(f"/v1/tenants/{tenant}/facts/{first}"))
+    listed = (await http.get(f"/v1/tenants/{tenant}/facts", params={"after": gone["position"], "wait": 30})).json()
+    assert first not in {f["fact_id"] for f in listed["facts"]}
+    missing = await http.delete(f"/v1/tenants/{tenant}/facts/no-such-fact")
+    assert missing.status_code == 404 and "no-such-fact" in missing.text
+    bad = await http.post(f"/v1/tenants/{tenant}/facts", json={"text": "x", "scope": "agent"})
+    assert bad.status_code == 422 and "agent" in bad.text
+
+
+async def test_erasing_or_exporting_a_subject_leaves_tenant_knowledge_alone(http: httpx.AsyncClient) -> None:
+    tenant = "privacy-realm"
+    rule = await accepted(
+        await http.post(f"/v1/tenants/{tenant}/facts", json={"text": "backups are taken every six hours"})
+    )
+    mine = await accepted(
+        await http.post(f"/v1/tenants/{tenant}/subjects/dan/facts", json={"text": "dan plays on tuesdays"})
+    )
+    await context(http, tenant, "dan", after=f"{rule['position']},{mine['position']}", wait=30)
+    exported = await http.post(f"/v1/tenants/{tenant}/subjects/dan/export")
+    assert exported.status_code == 200, exported.text
+    bundle = exported.text
+    assert "dan plays on tuesdays" in bundle and "backups are taken" not in bundle
+    json.loads(bundle)
+    erased = await http.post(f"/v1/tenants/{tenant}/subjects/dan/erase")
+    assert erased.status_code == 200 and erased.json()["done"] is True, erased.text
+    assert erased.json()["ledger"]["deleted"]["facts"] == 1
+    read = await context(http, tenant, "dan", question="when are backups taken?", agent="helper")
+    assert [f["text"] for f in read["facts"]] == ["backups are taken every six hours"]
+    listed = (await http.get(f"/v1/tenants/{tenant}/facts")).json()["facts"]
+    assert [f["text"] for f in listed] == ["backups are taken every six hours"]
+
+
+async def test_an_agent_saves_tenant_knowledge_only_where_the_tenant_allows_it(http: httpx.AsyncClient) -> None:
+    allowed = await http.post(
+        f"/v1/tenants/{T}/subjects/eve/agents/helper/tools/remember",
+        json={"arguments": {"text": "the spawn shop opens at noon", "scope": "tenant"}},
+    )
+    assert allowed.status_code == 200, allowed.text
+    assert allowed.json()["belongs_to"] == "tenant"
+    refused = await http.post(
+        "/v1/tenants/other/subjects/eve/agents/helper/tools/remember",
+        json={"arguments": {"text": "the spawn shop opens at noon", "scope": "tenant"}},
+    )
+    assert refused.status_code == 422 and "MEMLOG_TENANT_FACTS_FROM_AGENTS" in refused.text
+    read = await context(
+        http, T, "fay", question="when does the spawn shop open?", agent="miner", after=allowed.json()["position"]
+    )
+    assert [(f["text"], f["belongs_to"]) for f in read["facts"]] == [("the spawn shop opens at noon", "tenant")]
+
+
+async def test_the_recall_tool_and_search_go_further_with_limit_exclude_and_a_cursor(
+    http: httpx.AsyncClient,
+) -> None:
+    tenant, positions = "paging", []
+    for n in range(4):
+        saved = await accepted(
+            await http.post(f"/v1/tenants/{tenant}/facts", json={"text": f"the diamond vault {n} is guarded"})
+        )
+        positions.append(saved["position"])
+    await http.get(f"/v1/tenants/{tenant}/facts", params={"after": ",".join(positions), "wait": 30})
+    tool = f"/v1/tenants/{tenant}/subjects/gus/agents/helper/tools/recall"
+    first = (await http.post(tool, json={"arguments": {"query": "diamond vault guarded", "limit": 3}})).json()
+    assert len(first["facts"]) == 3 and first["next_cursor"]
+    rest = (
+        await http.post(
+            tool, json={"arguments": {"query": "diamond vault guarded", "limit": 3, "cursor": first["next_cursor"]}}
+        )
+    ).json()
+    assert len(rest["facts"]) == 1 and rest["next_cursor"] is None
+    every = [f["fact_id"] for f in first["facts"] + rest["facts"]]
+    assert len(set(every)) == 4
+    skipped = (
+        await http.post(tool, json={"arguments": {"query": "diamond vault guarded", "exclude": every[:3]}})
+    ).json()
+    assert [f["fact_id"] for f in skipped["facts"]] == every[3:]
+    other = await http.post(tool, json={"arguments": {"query": "something else", "cursor": first["next_cursor"]}})
+    assert other.status_code == 422 and "cursor" in other.text
+    bad = await http.post(tool, json={"arguments": {"query": "x", "limit": 0}})
+    assert bad.status_code == 422 and "limit" in bad.text
+    searched = (await http.get(f"/v1/tenants/{tenant}/facts", params={"q": "diamond vault", "limit": 2})).json()
+    assert len(searched["facts"]) == 2 and searched["next_cursor"]
+    more = (
+        await http.get(
+            f"/v1/tenants/{tenant}/facts", params={"q": "diamond vault", "limit": 2, "cursor": searched["next_cursor"]}
+        )
+    ).json()
+    assert len(more["facts"]) == 2 and more["next_cursor"] is None
+    assert {f["fact_id"] for f in searched["facts"] + more["facts"]} == set(every)
