@@ -1,38 +1,48 @@
-"""Benchmark: recall with 30 facts per subject and 10,000 subjects, next to a bare MongoDB find.
+"""Benchmark: the context read with recall and local embeddings, next to its floor, alone and with 8
+concurrent readers.
 
-Writes 10,000 subjects' facts through the fact store (keyword index included), then measures p50/p99
-of: a bare find of one subject's document (the floor), memlog's keyword recall (load, narrow, BM25),
-the same through the HTTP context read; and, on 100 subjects whose facts carry vectors, recall with
-the local embedding model (the question embedded each time). No assertions.
+Writes 100 subjects with 30 facts each and a tenant's 20 facts of knowledge, all with their vectors
+(as the worker stores them), then measures p50/p99 of:
+
+- the floor: a bare MongoDB find of the subject's and the tenant's fact documents plus one encode of
+  the question with the same local model (all-MiniLM-L6-v2), as memlog would have to do at least;
+- memlog's context read over HTTP (session from Redis, both fact documents, the question's vector,
+  ranking, rendering, JSON), every question distinct so no cache helps;
+- the same read repeating recent questions (the question vector cache), for reading only.
+
+The same with 8 readers at once (the floor's encodes run in threads, as memlog's do). Ratios p99/p99.
+No assertions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import statistics
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 
 from adapters.embeddings import LocalMiniLM
-from bench.projection import latencies, on_local_stack
+from bench.projection import on_local_stack
 from config.settings import Settings
-from memlog.memory import Memory
 from memlog.processes import start_api
 from memlog.services import open_services
-from projections.facts import Fact, SubjectFacts, index_terms
+from projections.facts import TENANT_KNOWLEDGE, Fact, SubjectFacts, index_terms
 from projections.position import Position
 from streams.steps.facts import embedded
 from streams.topics import ensure_topics
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
-SUBJECTS = 10_000
+SUBJECTS = 100
 PER_SUBJECT = 30
-EMBEDDED_SUBJECTS = 100
-SAMPLES = 500
+KNOWLEDGE = 20
+SAMPLES = 300
 ITEMS = ["diamonds", "iron", "torches", "redstone", "emeralds", "wheat", "potions", "maps", "books", "copper"]
 PLACES = ["base", "farm", "mine", "tower", "portal", "village", "castle", "harbour", "bunker", "garden"]
+TENANT = "bench"
 
 
 def subject_facts(number: int, now: int) -> SubjectFacts:
@@ -47,64 +57,90 @@ def subject_facts(number: int, now: int) -> SubjectFacts:
     return SubjectFacts(tuple(facts), last_question_at=now, expires_at=now + 365 * 86_400_000)
 
 
+def knowledge(now: int) -> SubjectFacts:
+    facts = [
+        Fact(f"k{n}", "shared", None, f"rule {n}: {place} builds need {item}", "subject", now, now, ())
+        for n, (place, item) in enumerate(zip(PLACES * 2, ITEMS + ITEMS[::-1], strict=True))
+    ][:KNOWLEDGE]
+    return SubjectFacts(tuple(facts), 0, now + 10 * 365 * 86_400_000)
+
+
+def question(n: int) -> str:
+    return f"where did I put my {ITEMS[n % 10]} at the {PLACES[(n // 10) % 10]} number {n}?"
+
+
+async def timed(call: Callable[[int], Awaitable[object]], count: int, readers: int) -> tuple[float, float]:
+    samples: list[float] = []
+    counter = iter(range(count))
+
+    async def reader() -> None:
+        for n in counter:
+            started = time.perf_counter()
+            await call(n)
+            samples.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(reader() for _ in range(readers)))
+    samples.sort()
+    return statistics.median(samples) * 1e3, samples[max(0, int(len(samples) * 0.99) - 1)] * 1e3
+
+
 def report(label: str, sample: tuple[float, float], floor: tuple[float, float] | None = None) -> None:
-    ratio = f"   x{sample[0] / floor[0]:.1f} the floor (p50)" if floor else ""
-    print(f"  {label:52} p50 {sample[0]:8.3f} ms   p99 {sample[1]:8.3f} ms{ratio}")
+    ratio = f"   p99 x{sample[1] / floor[1]:.2f} the floor, p50 x{sample[0] / floor[0]:.2f}" if floor else ""
+    print(f"  {label:58} p50 {sample[0]:8.2f} ms   p99 {sample[1]:8.2f} ms{ratio}", flush=True)
 
 
 async def run(settings: Settings) -> None:
+    settings = settings.model_copy(update={"embeddings": "local"})
     await ensure_topics(settings)
     now = int(time.time() * 1000)
+    model = LocalMiniLM()
     async with open_services(settings, producer=True) as services:
         await services.facts.prepare()
         started = time.perf_counter()
-        for chunk in range(0, SUBJECTS, 500):
-            await services.facts.write_many(
-                [
-                    ("bench", f"player-{n:05d}", subject_facts(n, now), Position("facts", 0, n))
-                    for n in range(chunk, min(chunk + 500, SUBJECTS))
-                ]
-            )
-            print(f"  {chunk + 500:,} subjects written, {time.perf_counter() - started:.1f}s", flush=True)
-        print(f"wrote {SUBJECTS:,} subjects x {PER_SUBJECT} facts in {time.perf_counter() - started:.1f}s")
-        model = LocalMiniLM()
-        print("embedding the facts of 100 subjects", flush=True)
-        for n in range(EMBEDDED_SUBJECTS):
+        for n in range(SUBJECTS):
             state = await embedded(subject_facts(n, now), model)
-            await services.facts.write("bench-vec", f"player-{n:05d}", state, Position("facts", 1, n))
-        rng = random.Random(7)
-        pick = lambda: f"player-{rng.randrange(SUBJECTS):05d}"  # noqa: E731
-        question = "where did I put my diamonds at the tower?"
+            await services.facts.write(TENANT, f"player-{n:03d}", state, Position("facts", 0, n))
+        await services.facts.write(
+            TENANT, TENANT_KNOWLEDGE, await embedded(knowledge(now), model), Position("facts", 1, 0)
+        )
+        print(
+            f"wrote {SUBJECTS} subjects x {PER_SUBJECT} facts and {KNOWLEDGE} of knowledge, with vectors, "
+            f"in {time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
         collection = services.database["facts"]
-        floor = await latencies(lambda: collection.find_one({"_id": f"5:bench:{pick()}"}), SAMPLES)
-        keyword = Memory(
-            services.producer, services.facts, settings.fact_policy(), "bench", slots=services.current.fact_slots
-        )
-        by_keyword = await latencies(lambda: keyword.recall("bench", pick(), question, None), SAMPLES)
-        similar = Memory(
-            services.producer,
-            services.facts,
-            settings.fact_policy(),
-            "bench",
-            model,
-            slots=services.current.fact_slots,
-        )
-        vec_pick = lambda: f"player-{rng.randrange(EMBEDDED_SUBJECTS):05d}"  # noqa: E731
-        by_vector = await latencies(lambda: similar.recall("bench-vec", vec_pick(), question, None), 200)
+        ids = lambda n: [f"{len(TENANT)}:{TENANT}:player-{n % SUBJECTS:03d}", f"{len(TENANT)}:{TENANT}:"]  # noqa: E731
+
+        async def floor(n: int) -> None:
+            found = await collection.find({"_id": {"$in": ids(n)}}).to_list(None)
+            assert len(found) == 2
+            await asyncio.to_thread(model.encode, [question(n)])
+
         api = await asyncio.to_thread(start_api, settings, LOGS)
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
-                over_http = await latencies(
-                    lambda: http.get(f"/v1/tenants/bench/subjects/{pick()}/context", params={"question": question}),
-                    SAMPLES,
-                )
+
+                async def read(n: int, offset: int = 0) -> None:
+                    response = await http.get(
+                        f"/v1/tenants/{TENANT}/subjects/player-{n % SUBJECTS:03d}/context",
+                        params={"question": question(n + offset), "agent": "helper"},
+                    )
+                    assert response.status_code == 200 and response.json()["facts"], response.text
+
+                for _ in range(2):  # warm both: connections, the model's first call, the API's first read
+                    await timed(floor, 20, 1)
+                    await timed(lambda n: read(n, 100_000), 20, 1)
+                for readers in (1, 8):
+                    offset = 10_000 * readers
+                    base = await timed(lambda n, o=offset: floor(n + o), SAMPLES, readers)
+                    memlog = await timed(lambda n, o=offset: read(n, o), SAMPLES, readers)
+                    cached = await timed(lambda n, o=offset: read(n % 20, o), SAMPLES, readers)
+                    print(f"\n{readers} reader{'s' if readers > 1 else ''}:")
+                    report("floor: MongoDB find of both fact documents + one encode", base)
+                    report("memlog context read with recall, distinct questions", memlog, base)
+                    report("memlog context read, 20 recent questions repeated", cached, base)
         finally:
             api.stop()
-    print(f"\nrecall over {SUBJECTS:,} subjects with {PER_SUBJECT} facts each:")
-    report("bare MongoDB find of the subject's document (floor)", floor)
-    report("memlog recall, keyword (load, narrow, BM25)", by_keyword, floor)
-    report("memlog context read with recall, over HTTP", over_http, floor)
-    report("memlog recall with the local embedding model", by_vector, floor)
 
 
 if __name__ == "__main__":

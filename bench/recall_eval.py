@@ -281,7 +281,9 @@ class Run:
                 {k: f.get(k) for k in ("fact_id", "text", "score", "how", "belongs_to", "scope", "agent")}
                 for f in facts
             ],
-            "rendered_matches": all(f["text"] in rendered for f in facts) and (bool(facts) == bool(rendered.strip())),
+            # every fact is a line of the rendered text; with none, the text says nothing bears on it
+            "rendered_matches": all(f"{f['text']}" in rendered for f in facts)
+            and rendered.count("\n- ") + rendered.startswith("- ") == len(facts),
             "tool_returned": None,
         }
         if question["agent"] is not None:

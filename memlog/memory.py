@@ -6,6 +6,7 @@ events on the facts topic, validated here first. Recall ranks both together (pro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -276,10 +277,10 @@ class Memory:
         """What a recall ranks: the subject's facts and the tenant's knowledge the asker may see.
         With `subject=None`, the tenant's knowledge alone."""
         now = now_ms()
-        knowledge = await self.state(tenant, None)
         if subject is None:
+            knowledge = await self.state(tenant, None)
             return candidates(None, knowledge, agent=agent, now_ms=now, shared_only=shared_only)
-        own = await self.state(tenant, subject)
+        own, knowledge = await asyncio.gather(self.state(tenant, subject), self.state(tenant, None))
         return candidates(own, knowledge, agent=agent, now_ms=now, shared_only=shared_only)
 
     async def recall(
