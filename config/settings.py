@@ -160,13 +160,20 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Tenants whose agents may save tenant knowledge with remember (scope tenant); * for all.",
     )
-    embeddings: Literal["none", "local", "openai"] = Field(
-        default="none", description="Recall ranks by similarity with this model, by keyword (BM25) with none."
+    embeddings: Literal["auto", "none", "local", "openai"] = Field(
+        default="auto",
+        description="Recall ranks by similarity with this model, by keyword (BM25) with none. auto: openai when an "
+        "API key is configured and no model dir is named, else local when its package is installed, else none.",
     )
     embeddings_model_dir: Path | None = Field(default=None, description="A local model folder; default: the package.")
-    embeddings_url: str | None = Field(default=None, description="OpenAI-compatible base URL (…/v1).")
-    embeddings_model: str | None = None
-    embeddings_api_key: str | None = None
+    embeddings_url: str = Field(default="https://api.openai.com/v1", description="OpenAI-compatible base URL (…/v1).")
+    embeddings_model: str = Field(default="text-embedding-3-small", description="The endpoint's embedding model.")
+    embeddings_api_key: str | None = Field(
+        default=None, description="Key of the endpoint; default: the summarizer's when it has the same URL."
+    )
+    embeddings_threads: int = Field(default=1, ge=1, description="BLAS threads of the local model (1: best tail).")
+    embeddings_cache_size: int = Field(default=4096, ge=0, description="Questions whose vectors are kept (0: none).")
+    embeddings_cache_seconds: float = Field(default=600.0, ge=0, description="... for this long after embedding.")
     trace_sample: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of runs traced (000: all).")
     trace_days: int = Field(default=7, ge=1, description="Traces are kept this long after the run (000: 7).")
     trace_max_bytes: int = Field(default=786_432, ge=1024, description="A larger run is refused, not truncated.")

@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.embeddings import Embedder, EmbeddingFailed
+from adapters.embeddings import Embedder, EmbeddingFailed, QuestionEncoder
 from projections.archives import decode_cursor, encode_cursor
 from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts
 from projections.paging import list_binding
@@ -169,7 +169,7 @@ class Memory:
         store: FactStore,
         policy: FactPolicy,
         producer_name: str,
-        embedder: Embedder | None = None,
+        embedder: QuestionEncoder | Embedder | None = None,
         *,
         slots: FactSlots,
         recall_policy: RecallPolicy | None = None,
@@ -180,7 +180,10 @@ class Memory:
         self._policy = policy
         self._recall = recall_policy or RecallPolicy()
         self._producer_name = producer_name
-        self._embedder = embedder
+        # the read path's encoder: a question cache and one encoder shared by concurrent reads
+        self._embedder = (
+            embedder if embedder is None or isinstance(embedder, QuestionEncoder) else QuestionEncoder(embedder)
+        )
         self._slots = slots
         self._tenant_writers = frozenset(tenant_writers)
 
@@ -306,8 +309,14 @@ class Memory:
             raise InvalidEvent("exclude", f"lists {len(exclude)} ids; at most {MAX_EXCLUDE}")
         bound = list_binding("recall", tenant, subject, agent, shared_only, question, sorted(exclude), fill)
         after = None if cursor is None else _cursor_key(decode_cursor(cursor, bound)[1])
-        pool = await self.pool(tenant, subject, agent, shared_only=shared_only)
-        similarity = await self._similarity(pool, question) if question.strip() else None
+        if self._embedder is not None and question.strip():
+            # the question's vector is computed (or found in the cache) while the facts load
+            pool, vector = await asyncio.gather(
+                self.pool(tenant, subject, agent, shared_only=shared_only), self._question(question)
+            )
+            similarity = None if vector is None else await self._similarity(pool, vector)
+        else:
+            pool, similarity = await self.pool(tenant, subject, agent, shared_only=shared_only), None
         ranked = rank(pool, question, self._recall, similarity)
         hits, last = page(ranked, limit=limit, exclude=exclude, after=after)
         if fill and after is None and len(hits) < limit:
@@ -328,25 +337,32 @@ class Memory:
         """The facts the query finds, best first; never the newest ones in place of a match."""
         return await self.recall(tenant, subject, query, agent, limit=limit, cursor=cursor)
 
-    async def _similarity(self, pool: Sequence[Candidate], question: str) -> dict[str, float] | None:
-        """Cosine of the question with each candidate; None without a model or when it fails (then
-        recall ranks by words alone, and nothing is lost)."""
-        if self._embedder is None or not pool:
-            return None
-        name = self._embedder.name
-        stale = [fact for fact, _ in pool if fact.vector_model != name][:MAX_STALE_AT_READ]
+    async def _question(self, question: str) -> list[float] | None:
+        assert self._embedder is not None
         try:
-            vectors = await self._embedder.embed([question, *(fact.text for fact in stale)])
+            return await self._embedder.vector(question)
         except EmbeddingFailed as exc:
             log.warning("recall ranks by words alone: %s", exc)
             return None
-        fresh = {fact.fact_id: vector for fact, vector in zip(stale, vectors[1:], strict=True)}
+
+    async def _similarity(self, pool: Sequence[Candidate], question: Sequence[float]) -> dict[str, float] | None:
+        """Cosine of the question with each candidate that has (or gets now) this model's vector; None
+        when the model fails (then recall ranks by words alone, and nothing is lost)."""
+        assert self._embedder is not None
+        name = self._embedder.name
+        stale = [fact for fact, _ in pool if fact.vector_model != name][:MAX_STALE_AT_READ]
+        try:
+            vectors = await self._embedder.embed([fact.text for fact in stale]) if stale else []
+        except EmbeddingFailed as exc:
+            log.warning("recall ranks by words alone: %s", exc)
+            return None
+        fresh = {fact.fact_id: vector for fact, vector in zip(stale, vectors, strict=True)}
         scored = [
             (fact.fact_id, fresh.get(fact.fact_id) or list(fact.vector))
             for fact, _ in pool
             if fact.fact_id in fresh or fact.vector_model == name
         ]
-        values = _cosines(vectors[0], [vector for _, vector in scored])
+        values = _cosines(question, [vector for _, vector in scored])
         return {fact_id: value for (fact_id, _), value in zip(scored, values, strict=True)}
 
     async def run_tool(

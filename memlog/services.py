@@ -12,7 +12,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters import connections
-from adapters.embeddings import Embedder, make_embedder
+from adapters.embeddings import QuestionEncoder, make_embedder
 from adapters.summarizers import Summarizer, make_summarizer
 from adapters.wiring import PrivacyStores, Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
@@ -138,8 +138,14 @@ class Services:
         return used
 
     @property
-    def embedder(self) -> Embedder | None:
-        return self._use_once("embedder", lambda: make_embedder(self.settings))
+    def embedder(self) -> QuestionEncoder | None:
+        """The configured model behind the read path's question cache and shared encoder; None for keywords."""
+
+        def build() -> QuestionEncoder | None:
+            model = make_embedder(self.settings)
+            return None if model is None else QuestionEncoder.from_settings(model, self.settings)
+
+        return self._use_once("embedder", build)
 
     @property
     def summarizer(self) -> Summarizer:

@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def base_settings(**overrides: Any) -> Settings:
     home = Path(os.environ.get("MEMLOG_HOME", ROOT / ".memlog-test"))
-    return Settings(home=home, **overrides)
+    # keyword recall unless a test (or MEMLOG_EMBEDDINGS) asks for a model: the suites assert BM25's
+    # rankings, and the embedding paths have tests of their own (unit/test_embeddings, e2e/test_facts)
+    pinned = {} if "MEMLOG_EMBEDDINGS" in os.environ else {"embeddings": "none"}
+    return Settings(home=home, **{**pinned, **overrides})
 
 
 @pytest.fixture(scope="session")

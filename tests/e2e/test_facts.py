@@ -191,10 +191,10 @@ async def test_facts_are_listed_added_edited_and_deleted_through_the_cli(
             *args,
             env=settings_env(live),
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            stderr=asyncio.subprocess.PIPE,  # the log; stdout is the answer
         )
-        output, _ = await done.communicate()
-        assert done.returncode == 0, output
+        output, errors = await done.communicate()
+        assert done.returncode == 0, output + errors
         return output.decode()
 
     added = await cli("add", "castle", "ivy", "my", "dog", "is", "called", "Rex")

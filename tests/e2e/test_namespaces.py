@@ -58,7 +58,7 @@ async def namespace_states(settings: Settings) -> dict[str, str]:
 
 async def readable(http: httpx.AsyncClient, subject: str) -> str:
     """The subject's context and their session's archive, as the API answers them."""
-    context = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context")
+    context = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context", params={"fill": "recent"})
     archive = await http.get(f"/v1/tenants/{TENANT}/threads/session:{subject}/conversations/main/export")
     assert context.status_code == 200 and archive.status_code == 200, context.text + archive.text
     return context.text + archive.text

@@ -201,7 +201,7 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
                 assert mark in topics, mark
 
             # the other subject is untouched; the erased one starts over with an empty memory
-            kept = (await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")).json()
+            kept = (await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context", params={"fill": "recent"})).json()
             assert marks(KEPT)[0] in kept["rendered"] and marks(KEPT)[4] in json.dumps(kept)
             again = await http.post(
                 "/v1/exchanges", json={"tenant": TENANT, "subject": GONE, "question": "hello again", "answer": "hi"}

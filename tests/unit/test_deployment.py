@@ -36,7 +36,7 @@ def test_the_compose_environment_is_valid_settings(monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv(key, value)
     settings = Settings()
     assert settings.kafka_bootstrap == "kafka:9092" and settings.fold_tokens == 32_000
-    assert settings.summarizer_url is None and settings.embeddings == "none"
+    assert settings.summarizer_url is None and settings.embeddings == "auto"
     assert str(settings.credentials_file) == "/run/secrets/memlog-credentials" and settings.backend_tokens == {}
     assert settings.api_allow_open is False
 
