@@ -263,7 +263,7 @@ async def test_recall_finds_ai_claims_nothing_unrelated_and_fills_with_recent_on
     assert unrelated["facts"] == [] and "nothing" in unrelated["rendered_facts"]
     params = {"question": "zzz xyzzy", "agent": "any", "fill": "recent"}
     filled = (await http.get("/v1/tenants/castle/subjects/kim/context", params=params)).json()
-    assert [f["text"] for f in filled["facts"]][0] == "I build castles out of sandstone" and len(filled["facts"]) == 3
+    assert filled["facts"][0]["text"] == "I build castles out of sandstone" and len(filled["facts"]) == 3
     assert {f["how"] for f in filled["facts"]} == {"recent"} and "recent" in filled["rendered_facts"]
     searched = await facts(http, "kim", q="colour")
     assert [f["text"] for f in searched] == ["my favourite colour is green"]
