@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from projections.recall import (
     Recalled,
     RecallPolicy,
     candidates,
+    cosine,
     page,
     rank,
     recent,
@@ -132,19 +132,13 @@ def _cosines(question: Sequence[float], vectors: Sequence[Sequence[float]]) -> l
     try:
         import numpy as np
     except ImportError:  # an OpenAI-compatible model without the embeddings extra
-        return [_cosine(question, vector) for vector in vectors]
+        return [cosine(question, vector) for vector in vectors]
     if not vectors:
         return []
     matrix = np.asarray(vectors, dtype=np.float64)
     q = np.asarray(question, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
     return [float(v) for v in (matrix @ q) / np.where(norms == 0, 1.0, norms)]
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def _cursor_key(position: list[Any]) -> PageKey:

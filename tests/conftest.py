@@ -3,8 +3,10 @@ starts when missing and stops afterwards; a service that cannot start fails the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import redis.asyncio as aioredis
 
 from config.settings import Settings
 from memlog.localstack import LocalStack
-from memlog.processes import isolated
+from memlog.processes import isolated, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
@@ -78,3 +80,16 @@ async def _drop_prefix(client: aioredis.Redis, prefix: str) -> None:
 @pytest.fixture(scope="session")
 def count_tokens() -> TokenCounter:
     return TokenCounter(load_encoding("cl100k_base"))
+
+
+@contextmanager
+def serving(settings: Settings, logs: Path) -> Iterator[Settings]:
+    """memlog's worker and API on these settings' own topics, stopped when the block ends."""
+    asyncio.run(ensure_topics(settings))
+    worker = start_worker(settings, logs)
+    api = start_api(settings, logs)
+    try:
+        yield settings
+    finally:
+        api.stop()
+        worker.stop()

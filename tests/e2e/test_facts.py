@@ -16,7 +16,7 @@ from memlog.processes import free_port, settings_env, start_api, start_worker
 from memlog.services import open_services
 from schemas.events import Envelope, FactRemembered, QuestionAsked, now_ms
 from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.conftest import serving, unique_settings
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 DAY_MS = 86_400_000
@@ -25,12 +25,8 @@ DAY_MS = 86_400_000
 @pytest.fixture(scope="module")
 def live(stack: Settings) -> Iterator[Settings]:
     settings = unique_settings(stack, api_port=free_port(), fact_max_chars=200)
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield settings
-    api.stop()
-    worker.stop()
+    with serving(settings, LOGS):
+        yield settings
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ limit, exclude and cursor; search paging."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,9 +13,8 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from memlog.processes import free_port
+from tests.conftest import serving, unique_settings
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 T = "realm"
@@ -32,12 +30,8 @@ def live(stack: Settings) -> Iterator[Settings]:
         tenant_facts_from_agents=["realm"],
         embeddings="none",  # keyword ranking: what these tests check does not depend on a model
     )
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield settings
-    api.stop()
-    worker.stop()
+    with serving(settings, LOGS):
+        yield settings
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ all-MiniLM-L6-v2 and can be switched to answer HTTP 500 or to refuse connections
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -22,12 +21,11 @@ import pytest
 
 from adapters.embeddings import LocalMiniLM
 from config.settings import Settings
-from memlog.processes import free_port, settings_env, start_api, start_worker
+from memlog.processes import free_port, settings_env
 from memlog.services import open_services
 from projections.facts import SubjectFacts
 from projections.recall import cosine
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.conftest import serving, unique_settings
 from tests.e2e.reads import until_ok
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
@@ -165,12 +163,8 @@ def live(stack: Settings, server: EmbeddingServer) -> Iterator[Settings]:
     env = settings_env(settings)
     assert (env["MEMLOG_EMBEDDINGS"], env["MEMLOG_EMBEDDINGS_URL"]) == ("openai", server.url)
     assert (env["MEMLOG_EMBEDDINGS_MODEL"], env["MEMLOG_EMBEDDINGS_API_KEY"]) == (MODEL, "test")
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield settings
-    api.stop()
-    worker.stop()
+    with serving(settings, LOGS):
+        yield settings
 
 
 @pytest.fixture

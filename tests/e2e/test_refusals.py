@@ -18,10 +18,9 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, settings_env, start_api, start_worker
+from memlog.processes import free_port, settings_env
 from schemas.limits import INT32_MAX, INT64_MAX, MAX_JSON_DEPTH
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.conftest import serving, unique_settings
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "keep"
@@ -41,12 +40,8 @@ def guarded(stack: Settings) -> Iterator[Settings]:
         max_body_bytes=MAX_BODY,
         fork_entries=5,
     )
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield settings
-    api.stop()
-    worker.stop()
+    with serving(settings, LOGS):
+        yield settings
 
 
 @pytest.fixture
