@@ -18,6 +18,7 @@ from redis.exceptions import (
     TryAgainError,
 )
 
+from projections.folded import Folded
 from projections.position import Position
 from projections.session import (
     Exchange,
@@ -37,7 +38,8 @@ from schemas.events import SESSION_THREAD
 #   offset, exchange id ('' for none), exchange JSON, token delta, last question ms, expires-at ms,
 #   reset ('1'/'0'), summary flag ('1' when the summary changes), summary, summary tokens, count delta,
 #   an array of the ids of exchanges to remove, the asker of a shared thread's line ('' for none), the
-#   head field of a shared thread's summary part ('' for none) and its JSON ('' drops it);
+#   head field of a shared thread's summary part ('' for none) and its JSON ('' drops it), and with a
+#   new summary what it folded away (JSON, head field `folded`; '' drops it);
 #   then '1' for a shared thread.
 # Each change applies atomically with its position, and only past the thread's position. Replies: one
 # flag per change (1 applied, or expired so not written; 0 applied already), and for a shared thread
@@ -72,6 +74,11 @@ for n = 1, #changes do
       end
       if c[8] == '1' then
         redis.call('HSET', KEYS[1], 'summary', c[9], 'stokens', c[10])
+        if c[16] == '' then
+          redis.call('HDEL', KEYS[1], 'folded')
+        else
+          redis.call('HSET', KEYS[1], 'folded', c[16])
+        end
       end
       if c[14] ~= '' then
         if c[15] == '' then
@@ -366,7 +373,10 @@ def _change_args(write: SessionWrite) -> list[Any]:
     if segment is not None:
         segment_field = SEGMENT_FIELD + (segment.asker or "")
         if segment.text:
-            segment_value = json.dumps({"text": segment.text, "tokens": segment.tokens, "at": segment.at})
+            part: dict[str, Any] = {"text": segment.text, "tokens": segment.tokens, "at": segment.at}
+            if segment.folded is not None:
+                part["folded"] = segment.folded.to_json()
+            segment_value = json.dumps(part)
     return [
         str(write.position.offset),
         exchange.exchange_id if exchange else "",
@@ -383,6 +393,7 @@ def _change_args(write: SessionWrite) -> list[Any]:
         (exchange.subject or "") if exchange is not None and write.key and write.key.thread != SESSION_THREAD else "",
         segment_field,
         segment_value,
+        "" if change.folded is None else json.dumps(change.folded.to_json()),
     ]
 
 
@@ -393,7 +404,8 @@ def _head(raw: dict[Any, Any]) -> SessionHead:
         if name.startswith(SEGMENT_FIELD):
             part = json.loads(value)
             asker = name[len(SEGMENT_FIELD) :] or None
-            segments.append(Segment(asker, str(part["text"]), int(part["tokens"]), int(part["at"])))
+            folded = Folded.from_json(part.get("folded"))
+            segments.append(Segment(asker, str(part["text"]), int(part["tokens"]), int(part["at"]), folded))
     return SessionHead(
         last_question_at=int(fields.get("last_q", 0)),
         tokens=int(fields.get("tokens", 0)),
@@ -401,6 +413,7 @@ def _head(raw: dict[Any, Any]) -> SessionHead:
         summary_tokens=int(fields.get("stokens", 0)),
         count=int(fields.get("count", 0)),
         segments=tuple(sorted(segments, key=Segment.order)),
+        folded=Folded.from_json(json.loads(fields["folded"])) if "folded" in fields else None,
     )
 
 

@@ -35,6 +35,7 @@ class ThreadContext:
     rendered: str  # between folds it only grows at the end
     facts: list[dict[str, Any]] = field(default_factory=list)  # the facts that bear on the question
     rendered_facts: str = ""
+    summary_notice: dict[str, Any] | None = None  # the summary's loss notice; None with no fold recorded
 
 
 class ContextReads:
@@ -118,6 +119,7 @@ class ContextReads:
                 session = await self._sessions.read(key)
         session = session or Session()
         head = session.head
+        notice = head.notice(key)
         return ThreadContext(
             tenant=key.tenant,
             subject=key.owner if key.thread == SESSION_THREAD else None,
@@ -129,5 +131,6 @@ class ContextReads:
             fold_at_tokens=self._policy.fold_tokens,
             tokens_to_fold=max(0, self._policy.fold_tokens - head.tokens),
             exchanges_to_fold=max(0, self._policy.fold_exchanges - head.count),
-            rendered=session.render(),
+            rendered=session.render(key),
+            summary_notice=None if notice is None else notice.view(),
         )

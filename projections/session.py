@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from projections.folded import Folded, SummaryNotice, fold_more, summary_notice
 from projections.position import Position
 from schemas.events import (
     AUTOMATION_THREAD,
@@ -181,6 +182,7 @@ class Segment:
     text: str  # empty in a change: the asker's part is dropped
     tokens: int
     at: int  # occurred_at of the fold that set it: parts render oldest first
+    folded: Folded | None = None  # what this asker's part folded away (None: set before notices existed)
 
     def order(self) -> tuple[int, str]:
         return (self.at, self.asker or "")
@@ -196,6 +198,7 @@ class SessionHead:
     summary_tokens: int = 0
     count: int = 0  # exchanges held
     segments: tuple[Segment, ...] = ()  # a shared thread's summary, per asker, oldest first
+    folded: Folded | None = None  # what `summary` folded away (None: no fold, or one before notices existed)
 
     @property
     def summary_text(self) -> str:
@@ -204,16 +207,28 @@ class SessionHead:
             return self.summary
         return "\n".join([self.summary] * bool(self.summary) + [segment.text for segment in self.segments])
 
+    def notice(self, key: ThreadKey) -> SummaryNotice | None:
+        """The summary's loss notice, one over all its parts; None with no fold recorded."""
+        held = self.summary or self.folded is not None
+        parts = [self.folded] * bool(held) + [segment.folded for segment in self.segments]
+        return summary_notice(key.tenant, key.thread, key.owner, parts)
+
 
 @dataclass(frozen=True)
 class Session:
     head: SessionHead = field(default_factory=SessionHead)
     exchanges: tuple[Exchange, ...] = ()
 
-    def render(self) -> str:
-        """The context as one text. Between folds it only grows at the end (prompt caches keep it)."""
+    def render(self, key: ThreadKey | None = None) -> str:
+        """The context as one text. Between folds it only grows at the end (prompt caches keep it).
+
+        Given the thread's key, the summary starts with its loss notice (what was folded away, and the
+        thread's search route for the exact words): once, and only a fold changes it.
+        """
         summary = self.head.summary_text
-        text = f"Summary of the earlier conversation:\n{summary}\n\n" if summary else ""
+        notice = self.head.notice(key) if key is not None else None
+        lines = ([] if notice is None else [notice.render()]) + [summary] * bool(summary)
+        text = "Summary of the earlier conversation:\n" + "\n".join(lines) + "\n\n" if lines else ""
         return text + "".join(exchange.render() for exchange in self.exchanges)
 
 
@@ -231,6 +246,7 @@ class SessionChange:
     summary_tokens: int = 0
     count_delta: int = 0
     segment: Segment | None = None  # a shared thread's asker's part of the summary, set (or dropped: empty text)
+    folded: Folded | None = None  # with a new summary: what it has folded away so far
 
 
 def _expired(head: SessionHead | None, ttl_ms: int, at: int) -> bool:
@@ -341,7 +357,12 @@ def _apply_fold(
         summary=event.summary,
         summary_tokens=summary_tokens,
         count_delta=-len(present),
+        folded=fold_more(head.folded, bool(head.summary), event.summarizer, _spans(present)),
     )
+
+
+def _spans(exchanges: Sequence[Exchange]) -> list[tuple[int, int]]:
+    return [(exchange.occurred_at, exchange.tokens) for exchange in exchanges]
 
 
 def _apply_segment(
@@ -357,6 +378,7 @@ def _apply_segment(
     if not present and held is None:
         return None  # shortens or drops a part the thread no longer holds (reset or erased since)
     tokens = count_tokens(event.summary) if event.summary else 0
+    folded = fold_more(held.folded if held else None, held is not None, event.summarizer, _spans(present))
     return SessionChange(
         exchange=None,
         reset=False,
@@ -365,7 +387,7 @@ def _apply_segment(
         expires_at=head.last_question_at + ttl_ms,
         remove=tuple(event.covers),
         count_delta=-len(present),
-        segment=Segment(asker, event.summary, tokens, event.envelope.occurred_at),
+        segment=Segment(asker, event.summary, tokens, event.envelope.occurred_at, folded),
     )
 
 
@@ -387,6 +409,7 @@ def after(head: SessionHead | None, change: SessionChange) -> SessionHead:
         summary_tokens=base.summary_tokens if change.summary is None else change.summary_tokens,
         count=base.count + change.count_delta,
         segments=base.segments if change.segment is None else with_segment(base.segments, change.segment),
+        folded=base.folded if change.summary is None else change.folded,
     )
 
 

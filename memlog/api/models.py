@@ -138,6 +138,25 @@ class ExchangeOut(BaseModel):
     line: str | None = Field(description="askx exchanges: the one line they land as (seed 000).")
 
 
+class SummaryNotice(BaseModel):
+    """What a lossy summary folded away, and the search that recovers the exact words (seed 004)."""
+
+    lossy: bool = Field(description="Always true: a fold keeps a recap, not the words.")
+    summarizer: str = Field(description="What wrote the summary as it stands: `extractive` or `openai:<model>`.")
+    folded_exchanges: int = Field(description="Exchanges folded into the summary so far (since the last reset).")
+    folded_tokens: int = Field(description="Their tokens (tiktoken), as the thread counted them.")
+    complete: bool = Field(
+        description="False when part of the summary was folded before memlog recorded folds: "
+        "the counts are then a lower bound and `since` is null."
+    )
+    search: str = Field(
+        description="This thread's search route, ending in `q=`: append the URL-encoded words. "
+        "It finds the folded exchanges' exact words in the archive."
+    )
+    since: int | None = Field(description="The earliest folded exchange (epoch ms), null when unknown.")
+    until: int | None = Field(description="The latest folded exchange (epoch ms).")
+
+
 class Context(BaseModel):
     tenant: str
     subject: str | None
@@ -152,6 +171,11 @@ class Context(BaseModel):
     exchanges_to_fold: int = Field(description="How far the thread is from the next fold, in exchanges.")
     rendered: str = Field(description="The context as one text; between folds it only grows at the end.")
     rendered_facts: str = Field(default="", description="The facts as lines, to put under a heading of their own.")
+    summary_notice: SummaryNotice | None = Field(
+        default=None,
+        description="The summary's loss notice, also shown once in `rendered` at the summary; "
+        "null when nothing has been folded (or only before memlog recorded folds).",
+    )
 
     @classmethod
     def of(cls, context: ThreadContext) -> Context:

@@ -11,11 +11,13 @@ import redis.asyncio as aioredis
 from adapters.in_memory import InMemorySessionStore
 from adapters.redis_store import RedisSessionStore, lines_index, thread_base
 from config.settings import Settings
+from projections.folded import Folded
 from projections.ports import SessionStore, ThreadKey
 from projections.position import Position
 from projections.session import (
     Exchange,
     Segment,
+    Session,
     SessionChange,
     SessionHead,
     SessionWrite,
@@ -350,6 +352,27 @@ class SessionStoreContract:
         held = await store.read(public)
         assert held is not None and held.head.segments == () and (held.head.tokens, held.head.count) == (5, 1)
 
+    async def test_what_a_fold_folded_away_is_kept_with_its_summary_and_its_part(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        record = Folded("openai:tiny", 2, 9, clock - 10, clock - 5)
+        change = SessionChange(None, False, 1, clock, clock + TTL, summary="s", summary_tokens=1, folded=record)
+        assert await store.write([SessionWrite(Position("threads", 0, 1), KEY, change)], clock) == [True]
+        held = await store.read(KEY)
+        assert held is not None and held.head.folded == record
+        notice = held.head.notice(KEY)
+        assert notice is not None and notice.folded_exchanges == 2 and held.render(KEY).count("[Lossy ") == 1
+        reset = SessionChange(None, True, 0, clock, clock + TTL, summary="")
+        assert await store.write([SessionWrite(Position("threads", 0, 2), KEY, reset)], clock) == [True]
+        held = await store.read(KEY)
+        assert held is not None and held.head.folded is None and held.head.notice(KEY) is None
+        public = ThreadKey.public("castle")
+        part = Segment("ann", "ann asked", 2, clock, Folded("extractive", 1, 4, clock, clock))
+        change = SessionChange(None, False, 2, clock, clock + TTL, segment=part)
+        assert await store.write([SessionWrite(Position("threads", 0, 3), public, change)], clock) == [True]
+        shared = await store.read(public)
+        assert shared is not None and shared.head.segments == (part,)
+
 
 class TestInMemorySessionStore(SessionStoreContract):
     @pytest.fixture
@@ -399,3 +422,19 @@ class TestRedisSessionStore(SessionStoreContract):
         remaining = [await client.pttl(k) async for k in client.scan_iter(match=f"{settings.redis_prefix}:{{session:*")]
         await client.aclose()
         assert remaining and all(0 < ms <= 2000 for ms in remaining)
+
+    async def test_a_session_stored_before_loss_notices_reads_and_renders_as_before(
+        self, store: SessionStore, settings: Settings, clock: int
+    ) -> None:
+        base = thread_base(settings.redis_prefix, KEY)
+        old = {"summary": "an old summary", "stokens": "3", "tokens": "3", "count": "0", "last_q": str(clock)}
+        client = aioredis.Redis.from_url(settings.redis)
+        try:
+            await client.hset(f"{base}:h", mapping={**old, "pos": "0"})  # type: ignore[misc]
+            await client.pexpire(f"{base}:h", TTL)
+        finally:
+            await client.aclose()
+        held = await store.read(KEY)
+        assert held is not None and held.head.folded is None
+        assert held.render(KEY) == Session(SessionHead(summary="an old summary")).render()
+        assert held.render(KEY) == "Summary of the earlier conversation:\nan old summary\n\n"

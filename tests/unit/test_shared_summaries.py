@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from adapters.summarizers import ExtractiveSummarizer
 from config.settings import Settings
+from projections.folded import Folded
 from projections.sealing import sealed_key_id
 from projections.session import (
     Exchange,
@@ -182,7 +183,11 @@ def test_a_part_that_covers_anothers_lines_is_refused() -> None:
     assert apply_event(head, None, event, ttl_ms=10**9, count_tokens=words, covered=covered) is None
     own = ThreadFolded(fold_env("ann"), "f1", "ann asked", ("x1",), "extractive", segment=True)
     change = apply_event(head, None, own, ttl_ms=10**9, count_tokens=words, covered=covered)
-    assert change is not None and change.remove == ("x1",) and change.segment == Segment("ann", "ann asked", 2, 10)
+    assert (
+        change is not None
+        and change.remove == ("x1",)
+        and change.segment == Segment("ann", "ann asked", 2, 10, Folded("extractive", 1, 2, 0, 0))
+    )
     assert change.token_delta == 2 - 2 and change.count_delta == -1
 
 
