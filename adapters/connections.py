@@ -8,13 +8,15 @@ option written into a URL.
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 from aiokafka.helpers import create_ssl_context
 from pydantic import SecretStr
 from pymongo import AsyncMongoClient
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import ConnectionPool, SSLConnection, parse_url
 
 from adapters.mongo_store import mongo_client
@@ -114,7 +116,31 @@ def redis_options(settings: Settings) -> dict[str, Any]:
 
 
 def redis_client(settings: Settings) -> aioredis.Redis:
-    return aioredis.Redis.from_pool(ConnectionPool(**redis_options(settings)))
+    """A client of the configured Redis; of a Redis Cluster with `MEMLOG_REDIS_CLUSTER`.
+
+    The cluster client serves the same commands memlog issues (every key of one thread, and every key
+    a script or a transaction touches, shares one hash slot: adapters/redis_store.py), so the stores
+    take either as `aioredis.Redis`."""
+    options = redis_options(settings)
+    if not settings.redis_cluster:
+        return aioredis.Redis.from_pool(ConnectionPool(**options))
+    options.pop("db", None)  # a cluster has database 0 only
+    if options.pop("connection_class", None) is SSLConnection:
+        options["ssl"] = True
+    cluster = RedisCluster(**options)
+    # redis-py 7.4's cluster transactions (MULTI, which a session read uses for one consistent snapshot
+    # of a thread's keys) call each reply's parser with the routing `keys=` it was given; most parsers
+    # take no such argument. It only routes, so the parsers are called without it.
+    cluster.response_callbacks = {name: _without_keys(parse) for name, parse in cluster.response_callbacks.items()}
+    return cast(aioredis.Redis, cluster)
+
+
+def _without_keys(parse: Callable[..., Any]) -> Callable[..., Any]:
+    def call(response: Any, **options: Any) -> Any:
+        options.pop("keys", None)
+        return parse(response, **options)
+
+    return call
 
 
 def mongo_options(settings: Settings) -> dict[str, Any]:

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     redis_password: SecretStr | None = None
     redis_password_file: Path | None = Field(default=None, description="Read the Redis password from here.")
     redis_tls: bool = Field(default=False, description="TLS to Redis (as a rediss:// URL does).")
+    redis_cluster: bool = Field(
+        default=False, description="Redis is a Redis Cluster: the URL names one node, the client finds the others."
+    )
     redis_tls_cafile: Path | None = None
     redis_tls_certfile: Path | None = None
     redis_tls_keyfile: Path | None = None
@@ -66,6 +69,9 @@ class Settings(BaseSettings):
     local_kafka_port: int = LOCAL_KAFKA_PORT
     local_kafka_controller_port: int = LOCAL_KAFKA_CONTROLLER_PORT
     local_redis_port: int = LOCAL_REDIS_PORT
+    local_redis_cluster_port: int = Field(
+        default=7100, description="`memlog dev redis-cluster up`: its three nodes listen from this port on."
+    )
     local_mongo_port: int = LOCAL_MONGO_PORT
     kafka_heap: str = "768m"
     local_registry: bool = Field(default=False, description="Also run Apicurio Registry in `memlog dev up`.")

@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.localstack.cluster import LocalRedisCluster
 from memlog.processes import isolated, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
@@ -93,3 +94,12 @@ def serving(settings: Settings, logs: Path) -> Iterator[Settings]:
     finally:
         api.stop()
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(stack: Settings) -> Iterator[str]:
+    """A local 3-master Redis Cluster (memlog.localstack.cluster), started if missing; its URL."""
+    cluster = LocalRedisCluster(stack)
+    started = cluster.up()
+    yield cluster.url
+    cluster.down(started)

@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings()
     try:
         if args.command == "dev":
-            return dev(settings, args.action)
+            return dev(settings, args.action, args.what)
         if args.command == "topics":
             from streams.topics import ensure_topics
 

@@ -16,6 +16,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("api", help="run the HTTP API")
     dev = commands.add_parser("dev", help="the local stack: Kafka, Redis, a MongoDB wire-protocol server")
     dev.add_argument("action", choices=["up", "down", "status"])
+    dev.add_argument(
+        "what",
+        nargs="?",
+        choices=["stack", "redis-cluster"],
+        default="stack",
+        help="redis-cluster: a local 3-master Redis Cluster for MEMLOG_REDIS_CLUSTER=true (default: the stack)",
+    )
     topics = commands.add_parser("topics", help="create memlog's topics")
     topics.add_argument("action", choices=["create"])
     facts = commands.add_parser("facts", help="a subject's lasting facts: list, add, edit, rm, clear")

@@ -13,12 +13,13 @@ import httpx
 
 from config.settings import Settings
 from memlog.localstack import LocalStack
+from memlog.localstack.cluster import LocalRedisCluster
 from memlog.supervisor import Supervised
 from schemas.errors import MemlogError
 
 
-def dev(settings: Settings, action: str) -> int:
-    stack = LocalStack(settings)
+def dev(settings: Settings, action: str, what: str = "stack") -> int:
+    stack: LocalStack | LocalRedisCluster = LocalStack(settings) if what == "stack" else LocalRedisCluster(settings)
     if action == "up":
         started = stack.up()
         print(f"started: {', '.join(started) or 'nothing (all running)'}")
@@ -29,6 +30,8 @@ def dev(settings: Settings, action: str) -> int:
         state = "up" if status.up else "down"
         owner = f"pid {status.pid}" if status.managed else status.detail
         print(f"{status.name:6} {state:5} {status.endpoint:28} {owner}")
+    if isinstance(stack, LocalRedisCluster) and action != "down":
+        print(f"MEMLOG_REDIS_URL={stack.url} MEMLOG_REDIS_CLUSTER=true")
     return 0
 
 
