@@ -15,9 +15,16 @@ from typing import Any, Literal
 
 CallStatus = Literal["ok", "error", "pending", "incomplete"]
 NO_RESULT = "null"  # the JSON text of a call sent before its result (a streamed part with no `result`)
-TOOL_ENTRY = re.compile(r"\.t(\d+)$")  # projections.archives: a tool entry's id is <exchange_id>.t<call_index>
+# projections.archives: a tool entry's id is <exchange_id>.t<call_index>, and `.c` after it for a call
+# archived before its result (the receipt that answers it comes later, under the id without `.c`)
+TOOL_ENTRY = re.compile(r"\.t(\d+)(\.c)?$")
 
 CallKey = tuple[str, int | None]  # (exchange id, call index); None: the run served the exchange as a whole
+
+
+def answered(ok: bool, result: str) -> bool:
+    """Whether a ToolCalled answers its call: a failure does, and so does any result but none."""
+    return not ok or result != NO_RESULT
 
 
 def call_status(*, ok: bool, has_result: bool, called_at: int, now_ms: int, timeout_ms: int) -> CallStatus:

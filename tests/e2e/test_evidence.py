@@ -184,11 +184,30 @@ async def test_a_call_with_no_result_reads_incomplete_after_the_timeout(
 
     # its result, late: the call answered, and keeps the time it was made
     answered = await posted(
-        http, base + "/tool-calls", {**route, "occurred_at": at + 5, "call_index": 0, "name": "mine", "result": 7}
+        http,
+        base + "/tool-calls",
+        {**route, "occurred_at": at + 5, "call_index": 0, "name": "mine", "result": {"ore": "glowquartz", "n": 7}},
     )
     calls = (await context(quick, subject, answered["position"]))["exchanges"][0]["tool_calls"]
-    assert [(c["status"], c["result"], c["called_at"]) for c in calls] == [
-        ("ok", 7, at),
-        ("ok", {"n": 3}, at),
-        ("error", None, at),
+    assert [(c["status"], c["called_at"]) for c in calls] == [("ok", at), ("ok", at), ("error", at)]
+    assert calls[0]["result"] == {"ore": "glowquartz", "n": 7}
+
+    # the archive keeps the call as it was sent and, apart, the receipt that answered it: search finds it
+    thread = f"/v1/tenants/castle/threads/session:{subject}"
+    response = await until_ok(http, thread + "/search", {"q": "glowquartz", "after": answered["position"]})
+    assert response.status_code == 200, response.text[:500]
+    assert [(h["entry_id"], h["role"]) for h in response.json()["results"]] == [(f"{exchange_id}.t0", "tool")]
+    exported = (await http.get(thread + "/conversations/main/export")).json()["entries"]
+    assert [e["entry_id"] for e in exported if e["role"] == "tool"] == [
+        f"{exchange_id}.t0.c",
+        f"{exchange_id}.t1",
+        f"{exchange_id}.t2",
+        f"{exchange_id}.t0",
     ]
+
+
+async def test_a_run_naming_a_call_or_a_thread_without_its_exchange_is_refused(http: httpx.AsyncClient) -> None:
+    for link, field in [({"call_index": 0}, "call_index"), ({"thread": "public"}, "thread")]:
+        response = await http.post("/v1/runs", json=a_run(f"run-{uuid.uuid4().hex}", "steve", **link))
+        assert response.status_code == 422, response.text[:300]
+        assert field in response.text

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from projections.archives import entry_of
 from projections.evidence import call_status, entry_call, latest_runs, link_entry, with_evidence
+from projections.position import Position
 from projections.redaction import Redactor
 from projections.session import ThreadKey, ThreadPolicy, fold_session
 from projections.tokens import TokenCounter
@@ -91,6 +93,18 @@ def test_only_tool_entries_are_linked_by_their_call_index() -> None:
     assert link_entry(tool, runs)["run_id"] == "r9"
     assert "run_id" not in link_entry(answer, runs)
     assert link_entry({"entry_id": "x2.t0", "exchange_id": "x2", "role": "tool"}, runs)["run_id"] is None
+    # a call archived before its result is linked as its receipt is
+    assert entry_call({"entry_id": "x1.t2.c", "exchange_id": "x1", "role": "tool"}) == ("x1", 2)
+
+
+def test_a_call_sent_before_its_result_is_archived_apart_from_its_receipt() -> None:
+    at = Position("memlog.threads", 0, 7)
+    call = entry_of(ToolCalled(env(), "x1", 0, "mine", "{}", "null"), at)
+    receipt = entry_of(ToolCalled(env(), "x1", 0, "mine", "{}", '{"ore":"obsidianwatch"}'), at)
+    failure = entry_of(ToolCalled(env(), "x1", 0, "mine", "{}", "null", ok=False), at)
+    assert call is not None and receipt is not None and failure is not None
+    assert (call.entry_id, receipt.entry_id, failure.entry_id) == ("x1.t0.c", "x1.t0", "x1.t0")
+    assert "obsidianwatch" in receipt.terms
 
 
 def test_a_run_links_back_to_its_exchange_in_its_thread() -> None:
