@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.processes import MemlogProcess, free_port, run_cli, start_api, start_worker
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
@@ -211,3 +212,43 @@ async def test_a_run_naming_a_call_or_a_thread_without_its_exchange_is_refused(h
         response = await http.post("/v1/runs", json=a_run(f"run-{uuid.uuid4().hex}", "steve", **link))
         assert response.status_code == 422, response.text[:300]
         assert field in response.text
+
+
+async def test_the_link_is_rebuilt_by_a_replay(stack: Settings) -> None:
+    """The link lives in the trace a RunTraced projects: a replay that switches keeps it both ways."""
+    settings = unique_settings(stack, api_port=free_port())
+    await ensure_topics(settings)
+    processes = [start_worker(settings, LOGS), start_api(settings, LOGS)]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            subject, exchange_id, run_id = "steve", str(uuid.uuid4()), f"run-{uuid.uuid4().hex}"
+            body = {"tenant": "castle", "subject": subject, "exchange_id": exchange_id, "question": "where?"}
+            await posted(http, "/v1/exchanges", {**body, "tool_calls": [{"name": "find_base", "result": {"x": 1}}]})
+            run = await posted(http, "/v1/runs", a_run(run_id, subject, exchange_id=exchange_id, call_index=0))
+            await until_ok(http, f"/v1/tenants/castle/runs/{run_id}", {"after": run["position"]})
+
+            replayed = run_cli(settings, "replay", "--projection", "traces")
+            assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+            assert "rebuilt: sessions, archives, facts, traces" in replayed.stdout, replayed.stdout
+            rebuilt = replayed.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
+            assert rebuilt != settings.namespace
+            mongo = mongo_client(settings.mongo)
+            try:
+                scoped = settings.model_copy(update={"namespace": rebuilt})
+                trace = await mongo[scoped.mongo_db_name]["traces"].find_one({"run_id": run_id})
+            finally:
+                await mongo.close()
+            assert trace is not None
+            assert (trace["exchange_id"], trace["call_index"], trace["exchange_thread"]) == (
+                exchange_id,
+                0,
+                "session:steve",
+            )
+
+            shape = (await http.get(f"/v1/tenants/castle/runs/{run_id}")).json()
+            assert shape["exchange"] == {"exchange_id": exchange_id, "call_index": 0, "thread": "session:steve"}
+            read = (await http.get(f"/v1/tenants/castle/subjects/{subject}/context")).json()
+            assert [c["run_id"] for c in read["exchanges"][0]["tool_calls"]] == [run_id]
+    finally:
+        for process in reversed(processes):
+            process.stop()
