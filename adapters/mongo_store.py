@@ -230,6 +230,7 @@ class MongoTraceStore:
             await self._traces.create_index("expires", expireAfterSeconds=0, name="kept_until")
             await self._traces.create_index([("tenant", ASCENDING), ("started_at", ASCENDING)], name="by_time")
             await self._traces.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
+            await self._traces.create_index([("tenant", ASCENDING), ("exchange_id", ASCENDING)], name="by_exchange")
 
     async def applied(self, topic: str, partition: int) -> int:
         return await self._checkpoints.applied(topic, partition)
@@ -257,6 +258,19 @@ class MongoTraceStore:
                 {"_id": f"{len(tenant)}:{tenant}:{run_id}", "expires_at": {"$gt": now_ms}}, {"expires": 0}
             )
         return doc
+
+    async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
+        if not exchange_ids:
+            return []
+        query = {
+            "tenant": tenant,
+            "exchange_id": {"$in": sorted(set(exchange_ids))},
+            "exchange_thread": thread,
+            "expires_at": {"$gt": now_ms},
+        }
+        fields = {"_id": 0, "run_id": 1, "exchange_id": 1, "call_index": 1, "started_at": 1}
+        with mongo_errors():
+            return await self._traces.find(query, fields).to_list()
 
     async def recent(
         self,

@@ -183,6 +183,9 @@ class Settings(BaseSettings):
     trace_sample: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of runs traced (000: all).")
     trace_days: int = Field(default=7, ge=1, description="Traces are kept this long after the run (000: 7).")
     trace_max_bytes: int = Field(default=786_432, ge=1024, description="A larger run is refused, not truncated.")
+    tool_result_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="A tool call with no result this long after it was made reads incomplete."
+    )
     redact_keys: list[str] = Field(default_factory=list, description="More secret key names (adds to the list).")
     redact_patterns: list[str] = Field(default_factory=list, description="More secret value regexes (adds).")
     tokenizer: str = Field(default="cl100k_base", description="tiktoken encoding used to count session tokens.")

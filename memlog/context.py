@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapters.summarizers import SummarizerFailed
+from memlog.evidence import Evidence
 from memlog.memory import Memory, recalled_view
 from memlog.positions import Positions
 from projections.ports import SessionStore
@@ -46,6 +47,7 @@ class ContextReads:
     positions: waits for `after` and for an urgent fold to be applied.
     policy: the fold thresholds.
     metrics: latencies of context reads and recalls; None where nothing is measured.
+    evidence: joins the tool calls to the runs that served them, and gives each its status; None: neither.
     """
 
     def __init__(
@@ -56,7 +58,9 @@ class ContextReads:
         positions: Positions,
         policy: ThreadPolicy,
         metrics: Metrics | None,
+        evidence: Evidence | None = None,
     ) -> None:
+        self._evidence = evidence
         self._sessions = sessions
         self._folds = folds
         self._memory = memory
@@ -120,13 +124,16 @@ class ContextReads:
         session = session or Session()
         head = session.head
         notice = head.notice(key)
+        views = [exchange.view() for exchange in session.exchanges]
+        if self._evidence is not None:
+            views = await self._evidence.exchanges(key.tenant, key.thread, key.owner, views)
         return ThreadContext(
             tenant=key.tenant,
             subject=key.owner if key.thread == SESSION_THREAD else None,
             thread=key.thread,
             owner=key.owner,
             summary=head.summary_text,  # a shared thread's: its askers' parts
-            exchanges=[exchange.view() for exchange in session.exchanges],
+            exchanges=views,
             tokens=head.tokens,
             fold_at_tokens=self._policy.fold_tokens,
             tokens_to_fold=max(0, self._policy.fold_tokens - head.tokens),

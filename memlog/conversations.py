@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memlog.evidence import Evidence
 from projections.archives import (
     EXPORT_PAGE_MAX,
     MAX_NEIGHBOUR_RADIUS,
@@ -102,6 +103,7 @@ class Conversations:
     folds: Callable[[], FoldService] | None = None
     claims: Idempotency | None = None  # the names forks and renames take, reserved when they are accepted
     archived: Callable[[Position], Awaitable[bool]] | None = None  # whether the archive has applied a position
+    evidence: Evidence | None = None  # tool entries' run_id (seed 004, evidence); None: not joined
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -175,6 +177,8 @@ class Conversations:
             ]
             results.append(item)
         next_cursor = encode_cursor(bound, snapshot, list(hits[-1].key)) if more and hits else None
+        if self.evidence is not None:
+            await self.evidence.entries(tenant, results)
         return {
             "query": query,
             "scope": scope,
@@ -214,6 +218,8 @@ class Conversations:
             limit=limit,
         )
         items = [{**e.view(snapshot), "original": e.original} for e in page]
+        if self.evidence is not None:
+            await self.evidence.entries(ref.tenant, items)
         next_cursor = encode_cursor(bound, snapshot, [page[-1].seq]) if len(page) == limit else None
         return {
             "conversation": ref.conversation,

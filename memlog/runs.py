@@ -12,6 +12,7 @@ from projections.ports import TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import shape
+from schemas.errors import InvalidEvent
 from schemas.events import (
     AUTOMATION_THREAD,
     SESSION_THREAD,
@@ -62,6 +63,9 @@ class Run:
     ended_at: int
     steps: tuple[RunStep, ...] = ()
     tool_calls: tuple[RunToolCall, ...] = ()
+    exchange_id: str | None = None  # the exchange whose tool call this run served (seed 004, evidence)
+    call_index: int | None = None  # that call's place among the exchange's calls
+    thread: str | None = None  # the exchange's thread; None: the subject's session, else the agent's automation
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def run_event(run: Run, producer: str) -> RunTraced:
         tenant=run.tenant,
         subject=run.subject,
         agent=run.agent,
-        thread=SESSION_THREAD if run.subject else AUTOMATION_THREAD,
+        thread=run.thread or (SESSION_THREAD if run.subject else AUTOMATION_THREAD),
         producer=producer,
         occurred_at=run.ended_at,
     )
@@ -106,7 +110,19 @@ def run_event(run: Run, producer: str) -> RunTraced:
         )
         for i, c in enumerate(run.tool_calls)
     )
-    return RunTraced(envelope, run.run_id or str(uuid.uuid4()), run.status, run.started_at, run.ended_at, steps, calls)
+    if run.thread is not None and run.exchange_id is None:
+        raise InvalidEvent("thread", "names the thread of the exchange the run served: exchange_id is needed too")
+    return RunTraced(
+        envelope,
+        run.run_id or str(uuid.uuid4()),
+        run.status,
+        run.started_at,
+        run.ended_at,
+        steps,
+        calls,
+        exchange_id=run.exchange_id,
+        call_index=run.call_index,
+    )
 
 
 class Runs:

@@ -18,6 +18,7 @@ from adapters.wiring import PrivacyStores, Stores, make_codec, open_privacy, ope
 from config.settings import Settings
 from memlog.context import ContextReads
 from memlog.conversations import Conversations
+from memlog.evidence import Evidence
 from memlog.exchanges import Exchanges
 from memlog.memory import Memory
 from memlog.positions import Positions
@@ -201,8 +202,15 @@ class Services:
                 None if read_only else lambda: self.folds,
                 claims=self.idempotency,
                 archived=lambda position: self.positions.reached(position, 0, archive=True),
+                evidence=self.evidence,
             ),
         )
+
+    @property
+    def evidence(self) -> Evidence:
+        """Tool calls joined to the runs that served them, and their status (seed 004)."""
+        timeout_ms = round(self.settings.tool_result_timeout_seconds * 1000)
+        return self._use("evidence", lambda: Evidence(self.traces, timeout_ms))
 
     @property
     def positions(self) -> Positions:
@@ -226,7 +234,13 @@ class Services:
         return self._use(
             "contexts",
             lambda: ContextReads(
-                self.sessions, self.folds, self.memory, self.positions, self.settings.thread_policy(), self.metrics
+                self.sessions,
+                self.folds,
+                self.memory,
+                self.positions,
+                self.settings.thread_policy(),
+                self.metrics,
+                self.evidence,
             ),
         )
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from projections.evidence import answered
 from projections.position import Position
 from schemas.errors import InvalidEvent
 from schemas.events import (
@@ -348,7 +349,9 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
         exchange_id = event.exchange_id
     elif isinstance(event, ToolCalled):
         text = f"{event.name} {event.arguments} {event.result}"
-        entry_id, role, original = f"{event.exchange_id}.t{event.call_index}", "tool", event.original
+        # seed 004: a call sent before its result is kept apart from the receipt that answers it (`.c`)
+        receipt = "" if answered(event.ok, event.result) else ".c"
+        entry_id, role, original = f"{event.exchange_id}.t{event.call_index}{receipt}", "tool", event.original
         exchange_id = event.exchange_id
     elif isinstance(event, AnswerGiven):
         text, entry_id, role, original = event.answer, f"{event.exchange_id}.a", "answer", event.original

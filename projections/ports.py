@@ -171,6 +171,12 @@ class TraceStore(Checkpoints, Protocol):
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
 
+    async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
+        """The unexpired runs that served one of these exchanges of `thread` (its `exchange_thread`, as
+        `projections.archives.thread_ref` writes it), each as `run_id`, `exchange_id`, `call_index`,
+        `started_at` (seed 004, evidence; `projections.evidence` picks one per call)."""
+        ...
+
 
 class ConversationArchive(Protocol):
     """Conversations with their active and archived generations (004). Operations come from

@@ -88,6 +88,7 @@ class ToolCall:
     result: str  # JSON text, as received
     ok: bool
     duration_ms: int | None = None
+    called_at: int | None = None  # occurred_at of the call's first event (None: stored before it was kept)
 
 
 @dataclass(frozen=True)
@@ -154,11 +155,13 @@ class Exchange:
             "question": self.question,
             "tool_calls": [
                 {
+                    "call_index": call.call_index,
                     "name": call.name,
                     "arguments": json.loads(call.arguments),
                     "result": json.loads(call.result),
                     "ok": call.ok,
                     "duration_ms": call.duration_ms,
+                    "called_at": call.called_at,
                 }
                 for call in self.tool_calls
             ],
@@ -308,7 +311,12 @@ def apply_event(
     elif isinstance(event, ToolCalled):
         if env.thread == PUBLIC_THREAD:
             return None  # seed 000: the public thread "keeps the answers but not the tool results"
-        call = ToolCall(event.call_index, event.name, event.arguments, event.result, event.ok, event.duration_ms)
+        earlier = [c.called_at for c in current.tool_calls if c.call_index == event.call_index]
+        # a result sent after its call replaces the call, and keeps the time it was made
+        called_at = earlier[0] if earlier and earlier[0] is not None else env.occurred_at
+        call = ToolCall(
+            event.call_index, event.name, event.arguments, event.result, event.ok, event.duration_ms, called_at
+        )
         others = tuple(c for c in current.tool_calls if c.call_index != call.call_index)
         replaced = len(others) != len(current.tool_calls)
         added = "" if replaced else f"tool {call.name}({call.arguments}): {call.result}"

@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import replace
 from typing import Any
 
+from projections.archives import thread_ref
 from projections.redaction import Redactor
 from schemas.events import RunTraced
 
@@ -52,6 +53,10 @@ def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[s
         "expires_at": clean.ended_at + keep_days * DAY_MS,
         "steps": [step.__dict__ for step in clean.steps],
         "tool_calls": [call.__dict__ for call in clean.tool_calls],
+        # seed 004, "Evidence and completion": the exchange (and its tool call) this run served, in its thread
+        "exchange_id": clean.exchange_id,
+        "call_index": clean.call_index,
+        "exchange_thread": None if clean.exchange_id is None else thread_ref(env.thread, env.owner),
     }
 
 
@@ -101,5 +106,14 @@ def shape(doc: dict[str, Any]) -> dict[str, Any]:
         "steps": len(doc.get("steps", [])),
         "tool_calls": len(doc.get("tool_calls", [])),
         "failed_tools": sum(1 for item in timeline if item["kind"] == "tool" and not item["ok"]),
+        "exchange": served(doc),
         "timeline": timeline,
     }
+
+
+def served(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The exchange a run served, as its trace names it: None for a run that named none (or traced before
+    runs could: v1 and v2 RunTraced)."""
+    if doc.get("exchange_id") is None:
+        return None
+    return {"exchange_id": doc["exchange_id"], "call_index": doc.get("call_index"), "thread": doc["exchange_thread"]}

@@ -379,9 +379,17 @@ class RunTraced:
     ended_at: int
     steps: tuple[ModelStep, ...] = ()
     tool_calls: tuple[TraceToolCall, ...] = ()
+    exchange_id: str | None = None  # v3: the exchange whose tool call this run served (in envelope.thread)
+    call_index: int | None = None  # v3: that call's place among the exchange's calls
 
     def __post_init__(self) -> None:
         check_name("run_id", self.run_id)
+        if self.exchange_id is not None:
+            check_name("exchange_id", self.exchange_id)
+        if self.call_index is not None:
+            if self.exchange_id is None:
+                raise InvalidEvent("call_index", "names a call of an exchange: exchange_id is needed too")
+            check_int("call_index", self.call_index, high=INT32_MAX)
         if self.status not in RUN_STATUSES:
             raise InvalidEvent("status", f"must be one of {', '.join(RUN_STATUSES)}, not {self.status!r}")
         if self.ended_at < self.started_at:

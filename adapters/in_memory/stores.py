@@ -235,6 +235,14 @@ class InMemoryTraceStore(InMemoryCheckpoints):
         found.sort(key=lambda doc: (doc["started_at"], doc["run_id"]), reverse=True)
         return copy.deepcopy(found[:limit])
 
+    async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
+        wanted = set(exchange_ids)
+        return [
+            {k: doc.get(k) for k in ("run_id", "exchange_id", "call_index", "started_at")}
+            for doc in self._live(tenant, now_ms)
+            if doc.get("exchange_id") in wanted and doc.get("exchange_thread") == thread
+        ]
+
     def _of(self, tenant: str, subject: str) -> list[str]:
         return [key for key, doc in self._runs.items() if doc["tenant"] == tenant and doc["subject"] == subject]
 

@@ -120,11 +120,19 @@ class Accepted(BaseModel):
 
 
 class ToolCallOut(BaseModel):
+    call_index: int = Field(description="The call's place among the exchange's calls, from 0.")
     name: str
     arguments: Any
     result: Any
     ok: bool
     duration_ms: int | None
+    called_at: int | None = Field(default=None, description="When the call was made (epoch ms).")
+    status: Literal["ok", "error", "pending", "incomplete"] = Field(
+        default="ok",
+        description="ok or error: the call answered; pending: no result yet; incomplete: no result "
+        "MEMLOG_TOOL_RESULT_TIMEOUT_SECONDS after the call (seed 004, evidence and completion).",
+    )
+    run_id: str | None = Field(default=None, description="The traced run that served this call (POST /v1/runs).")
 
 
 class ExchangeOut(BaseModel):
@@ -136,6 +144,7 @@ class ExchangeOut(BaseModel):
     occurred_at: int
     complete: bool
     line: str | None = Field(description="askx exchanges: the one line they land as (seed 000).")
+    run_id: str | None = Field(default=None, description="A traced run that served the exchange, naming no call.")
 
 
 class SummaryNotice(BaseModel):
@@ -291,6 +300,17 @@ class RunIn(BaseModel):
     ended_at: int = Field(ge=0, le=INT64_MAX)
     steps: list[ModelStepIn] = Field(default_factory=list)
     tool_calls: list[TraceToolCallIn] = Field(default_factory=list)
+    exchange_id: str | None = Field(
+        default=None, description="The exchange whose tool call this run served; its tool call then shows run_id."
+    )
+    call_index: int | None = Field(
+        default=None, ge=0, le=INT32_MAX, description="That tool call's place among the exchange's calls, from 0."
+    )
+    thread: Literal["session", "public", "automation"] | None = Field(
+        default=None,
+        description="The exchange's thread (with exchange_id); default: the subject's session, else the agent's "
+        "automation thread.",
+    )
 
     def to_run(self) -> Run:
         steps = tuple(
@@ -311,6 +331,9 @@ class RunIn(BaseModel):
             self.ended_at,
             steps,
             calls,
+            exchange_id=self.exchange_id,
+            call_index=self.call_index,
+            thread=self.thread,
         )
 
 

@@ -29,10 +29,22 @@ def run(
     subject: str = "ann",
     agent: str = "allay",
     status: str = "ok",
+    exchange: tuple[str, int | None] | None = None,
+    thread: str = "session",
 ) -> dict[str, Any]:
-    env = Envelope(tenant=tenant, subject=subject, agent=agent, thread="session", producer="test")
+    env = Envelope(tenant=tenant, subject=subject, agent=agent, thread=thread, producer="test")
     step = ModelStep(0, "small-1", f"prompt of {run_id}", "output", 10, 2, started_at, 5)
-    traced = RunTraced(env, run_id, status, started_at, max(started_at, NOW), steps=(step,))
+    exchange_id, call_index = exchange or (None, None)
+    traced = RunTraced(
+        env,
+        run_id,
+        status,
+        started_at,
+        max(started_at, NOW),
+        steps=(step,),
+        exchange_id=exchange_id,
+        call_index=call_index,
+    )
     return trace_document(traced, Redactor.build(), KEEP_DAYS)
 
 
@@ -114,6 +126,29 @@ class TraceStoreContract:
         doc = run("r1")
         await traces.append([doc])
         assert await traces.export_subject("castle", "ann") == [doc]
+
+    async def test_runs_that_served_exchanges_are_found_by_thread_and_exchange(self, traces: TraceStore) -> None:
+        await traces.append(
+            [
+                run("r1", exchange=("x1", 0)),
+                run("r2", exchange=("x1", None), started_at=NOW - 5),
+                run("r3", exchange=("x2", 1)),
+                run("r4", exchange=("x1", 0), subject="bob"),  # another thread's exchange of the same id
+                run("r5", exchange=("x1", 0), thread="public"),
+                run("r6", exchange=("x1", 0), tenant="castle:2"),
+                run("r7"),  # served no exchange
+            ]
+        )
+        found = await traces.served("castle", "session:ann", ["x1", "x9"], NOW)
+        assert sorted((d["run_id"], d["exchange_id"], d["call_index"]) for d in found) == [
+            ("r1", "x1", 0),
+            ("r2", "x1", None),
+        ]
+        assert {d["started_at"] for d in found} == {NOW, NOW - 5}
+        assert [d["run_id"] for d in await traces.served("castle", "public", ["x1"], NOW)] == ["r5"]
+        assert await traces.served("castle", "session:ann", [], NOW) == []
+        expires = run("r1")["expires_at"]
+        assert await traces.served("castle", "session:ann", ["x1"], expires) == []
 
     async def test_checkpoints_only_move_forward(self, traces: TraceStore) -> None:
         assert await traces.applied("traces", 1) == -1

@@ -125,7 +125,9 @@ async def entry(
     found = await services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
     if found is None:
         raise NotFound(f"no entry {entry_id} in {thread}")
-    return {**found.view(), "original": found.original}
+    item = {**found.view(), "original": found.original}
+    await services.evidence.entries(ref.tenant, [item])  # a tool entry: the run that served its call
+    return item
 
 
 @router.get(THREAD + "/entries/{entry_id}/original", dependencies=TENANT_ONLY, responses=NOT_FOUND)
