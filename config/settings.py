@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     local_redis_cluster_port: int = Field(
         default=7100, description="`memlog dev redis-cluster up`: its three nodes listen from this port on."
     )
+    local_kafka_cluster_port: int = Field(
+        default=19092,
+        description="`memlog dev up kafka-cluster`: its three brokers listen from this port on, "
+        "their controllers from this port + 100.",
+    )
     local_mongo_port: int = LOCAL_MONGO_PORT
     kafka_heap: str = "768m"
     local_registry: bool = Field(default=False, description="Also run Apicurio Registry in `memlog dev up`.")
@@ -80,7 +85,13 @@ class Settings(BaseSettings):
     # --- topics ---
     topic_prefix: str = Field(default="memlog", description="Topics are <prefix>.threads, <prefix>.facts, ...")
     partitions: int = Field(default=6, ge=1, description="Partitions of every subject-keyed topic (equal on all).")
-    replication: int = Field(default=1, ge=1)
+    replication: int = Field(default=1, ge=1, description="Replication factor of the topics memlog creates.")
+    min_insync_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description="min.insync.replicas of the topics memlog creates (its producer writes with acks=all); "
+        "default: the broker's.",
+    )
     max_message_bytes: int = Field(default=1_048_576, ge=65_536)
 
     # --- projections ---
@@ -260,6 +271,11 @@ class Settings(BaseSettings):
             raise ValueError("MEMLOG_KAFKA_SSL_CERTFILE and MEMLOG_KAFKA_SSL_KEYFILE go together")
         if (self.redis_tls_certfile is None) != (self.redis_tls_keyfile is None):
             raise ValueError("MEMLOG_REDIS_TLS_CERTFILE and MEMLOG_REDIS_TLS_KEYFILE go together")
+        if self.min_insync_replicas is not None and self.min_insync_replicas > self.replication:
+            raise ValueError(
+                f"MEMLOG_MIN_INSYNC_REPLICAS={self.min_insync_replicas} exceeds MEMLOG_REPLICATION="
+                f"{self.replication}: no write could be acknowledged"
+            )
         return self
 
     # --- derived ---

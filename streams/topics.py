@@ -36,6 +36,8 @@ def retention_needed(settings: Settings, topic: str) -> int:
 
 def topic_configs(settings: Settings, topic: str) -> dict[str, str]:
     configs = {"max.message.bytes": str(settings.max_message_bytes)}
+    if settings.min_insync_replicas is not None:  # with acks=all, how many replicas hold a record before it counts
+        configs["min.insync.replicas"] = str(settings.min_insync_replicas)
     if topic != settings.deadletter_topic:  # dead letters keep the broker's default: an operator's call
         configs["retention.ms"] = str(retention_needed(settings, topic))
         configs["retention.bytes"] = str(FOREVER)

@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.localstack.cluster import LocalRedisCluster
+from memlog.localstack.kafka_cluster import LocalKafkaCluster
 from memlog.processes import isolated, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
@@ -103,3 +104,12 @@ def redis_cluster(stack: Settings) -> Iterator[str]:
     started = cluster.up()
     yield cluster.url
     cluster.down(started)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(stack: Settings) -> Iterator[LocalKafkaCluster]:
+    """A local 3-node KRaft cluster (memlog.localstack.kafka_cluster), started if missing; stopped if started here."""
+    cluster = LocalKafkaCluster(stack)
+    started = cluster.up()
+    yield cluster
+    cluster.down([node.name for node in cluster.nodes if node.name in started or node.started_here])

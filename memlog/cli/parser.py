@@ -19,9 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "what",
         nargs="?",
-        choices=["stack", "redis-cluster"],
+        choices=["stack", "redis-cluster", "kafka-cluster"],
         default="stack",
-        help="redis-cluster: a local 3-master Redis Cluster for MEMLOG_REDIS_CLUSTER=true (default: the stack)",
+        help="redis-cluster: a local 3-master Redis Cluster for MEMLOG_REDIS_CLUSTER=true; kafka-cluster: "
+        "a local 3-broker KRaft cluster for replicated topics (default: the stack)",
     )
     topics = commands.add_parser("topics", help="create memlog's topics")
     topics.add_argument("action", choices=["create"])

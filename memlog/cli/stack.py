@@ -14,12 +14,19 @@ import httpx
 from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.localstack.cluster import LocalRedisCluster
+from memlog.localstack.kafka_cluster import LocalKafkaCluster
 from memlog.supervisor import Supervised
 from schemas.errors import MemlogError
 
 
 def dev(settings: Settings, action: str, what: str = "stack") -> int:
-    stack: LocalStack | LocalRedisCluster = LocalStack(settings) if what == "stack" else LocalRedisCluster(settings)
+    stack: LocalStack | LocalRedisCluster | LocalKafkaCluster
+    if what == "redis-cluster":
+        stack = LocalRedisCluster(settings)
+    elif what == "kafka-cluster":
+        stack = LocalKafkaCluster(settings)
+    else:
+        stack = LocalStack(settings)
     if action == "up":
         started = stack.up()
         print(f"started: {', '.join(started) or 'nothing (all running)'}")
@@ -32,6 +39,8 @@ def dev(settings: Settings, action: str, what: str = "stack") -> int:
         print(f"{status.name:6} {state:5} {status.endpoint:28} {owner}")
     if isinstance(stack, LocalRedisCluster) and action != "down":
         print(f"MEMLOG_REDIS_URL={stack.url} MEMLOG_REDIS_CLUSTER=true")
+    if isinstance(stack, LocalKafkaCluster) and action != "down":
+        print(f"MEMLOG_KAFKA_BOOTSTRAP={stack.bootstrap} MEMLOG_REPLICATION=3 MEMLOG_MIN_INSYNC_REPLICAS=2")
     return 0
 
 

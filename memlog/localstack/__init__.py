@@ -134,6 +134,16 @@ class Service(ABC):
 
     def start(self) -> bool:
         """Start unless it runs already; True when this call started it."""
+        if not self.launch():
+            return False
+        self.wait_ready()
+        return True
+
+    def launch(self) -> bool:
+        """Start the process unless it runs already, without waiting for it to answer; True when started.
+
+        Nodes that answer only together (a KRaft quorum) are all launched before any is waited for.
+        """
         if self.external or self.managed_pid() is not None or self.ready():
             return False
         self.prepare()
@@ -150,6 +160,13 @@ class Service(ABC):
             )
         self._process = process
         self.pid_file.write_text(str(process.pid))
+        return True
+
+    def wait_ready(self) -> None:
+        """Wait until the launched process answers; stop it and raise when it exits or never does."""
+        process = self._process
+        if process is None:
+            return
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while not self.ready():
             if process.poll() is not None:
@@ -163,7 +180,6 @@ class Service(ABC):
                 )
             time.sleep(0.2)
         log.info("%s started on %s (pid %d)", self.name, self.endpoint(), process.pid)
-        return True
 
     def stop(self) -> bool:
         pid = self.managed_pid()
@@ -212,13 +228,17 @@ class Kafka(Service):
     def config(self) -> Path:
         return self.home / "kafka" / "server.properties"
 
+    @property
+    def heap(self) -> str:
+        return self.settings.kafka_heap
+
     def _java(self, *args: str) -> list[str]:
         java = shutil.which("java")
         if java is None:
             raise ServiceSetupError("java not found: install Java 17+, or set MEMLOG_LOCAL_BROKER=tansu")
         return [
             java,
-            f"-Xmx{self.settings.kafka_heap}",
+            f"-Xmx{self.heap}",
             "-Xms256m",
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
@@ -229,6 +249,11 @@ class Kafka(Service):
         ]
 
     def prepare(self) -> None:
+        self.resolve_libs()
+        self._configure_and_format()
+
+    def resolve_libs(self) -> None:
+        """Kafka's jars from Maven Central, once per version (shared by the single node and the cluster)."""
         if not (self.libs / f"kafka_2.13-{self.settings.kafka_version}.jar").is_file():
             log.info("resolving Apache Kafka %s from Maven Central into %s", self.settings.kafka_version, self.libs)
             staging = self.libs.with_name(self.libs.name + ".partial")
@@ -246,6 +271,8 @@ class Kafka(Service):
                 self.log_file,
             )
             staging.rename(self.libs)
+
+    def _configure_and_format(self) -> None:
         template = stack_file("kafka", "server.properties.template").read_text()
         self.data.mkdir(parents=True, exist_ok=True)
         self.config.write_text(

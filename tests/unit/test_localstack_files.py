@@ -13,6 +13,7 @@ from schemas.errors import ServiceSetupError
 
 PACKAGE = Path(memlog.localstack.__file__).resolve().parent
 SHIPPED = [
+    ("kafka", "cluster.properties.template"),
     ("kafka", "log4j2.properties"),
     ("kafka", "pom.xml"),
     ("kafka", "server.properties.template"),
