@@ -6,6 +6,7 @@ The rules are in projections/search.py and projections/archives.py; this module 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,10 +125,11 @@ class CrossSearch:
         """Per partition a candidate came from, the highest offset applied there now."""
         marks = marks_of(found)
         if self.checkpoints is not None:
-            for part in marks:
-                where = topic_partition(part)
-                if where is not None:
-                    marks[part] = max(marks[part], await self.checkpoints.applied(*where))
+            checkpoints = self.checkpoints
+            known = {part: where for part in marks if (where := topic_partition(part)) is not None}
+            applied = await asyncio.gather(*(checkpoints.applied(*where) for where in known.values()))
+            for part, at in zip(known, applied, strict=True):
+                marks[part] = max(marks[part], at)
         return marks
 
     async def _neighbours(
@@ -138,10 +140,20 @@ class CrossSearch:
         by_conversation: dict[ConversationRef, list[Entry]] = {}
         for hit in hits:
             by_conversation.setdefault(hit.entry.ref, []).append(hit.entry)
+        refs = list(by_conversation)
+        reads = await asyncio.gather(
+            *(
+                self.archive.neighbours(
+                    ref,
+                    [e.seq for e in by_conversation[ref]],
+                    radius,
+                    marks.get(partition_of(by_conversation[ref][0]), -1),
+                )
+                for ref in refs
+            )
+        )
         nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
-        for ref, entries in by_conversation.items():
-            mark = marks.get(partition_of(entries[0]), -1)
-            found = await self.archive.neighbours(ref, [e.seq for e in entries], radius, mark)
+        for ref, found in zip(refs, reads, strict=True):
             for seq, near in found.items():
                 nearby[(ref, seq)] = [
                     n for n in near if visible(n, marks, scope) and (agent is None or n.agent == agent)
