@@ -25,6 +25,7 @@ from adapters.mongo_privacy import (
     MongoNamespaceRegistry,
     MongoReplayRecords,
 )
+from adapters.mongo_search import MongoArchiveSearch
 from adapters.mongo_store import (
     MongoCheckpoints,
     MongoFactSlots,
@@ -36,6 +37,7 @@ from adapters.redis_store import RedisCounters, RedisSessionStore, redis_errors
 from config.settings import Settings
 from projections.namespaces import valid_name
 from projections.ports import (
+    ArchiveSearch,
     Checkpoints,
     ConversationArchive,
     Counters,
@@ -81,6 +83,7 @@ class Stores:
     conversations: ConversationArchive
     idempotency: Idempotency
     fact_slots: FactSlots
+    archive_search: ArchiveSearch
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
     _drop: Prepare | None = field(default=None, repr=False)
 
@@ -103,6 +106,7 @@ def open_stores(
     facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
     conversations = MongoConversationArchive(database)
+    archive_search = MongoArchiveSearch(database)
     idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
     fact_slots = MongoFactSlots(database)
 
@@ -138,8 +142,10 @@ def open_stores(
         conversations=conversations,
         idempotency=idempotency,
         fact_slots=fact_slots,
+        archive_search=archive_search,
         _prepares=(
             conversations.prepare,
+            archive_search.prepare,
             facts.prepare,
             traces.prepare,
             idempotency.prepare,

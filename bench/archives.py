@@ -1,8 +1,10 @@
 """Benchmark: archive search latency (p50 / p99) over 1,000,000 archived entries across 10,000 threads,
-next to the raw MongoDB query the search issues, in the same run. No assertions.
+next to the raw MongoDB query the search issues, in the same run: per thread, and across an agent's
+threads (each agent answers in 100 threads). No assertions.
 
-`MEMLOG_BENCH_ARCHIVE_ENTRIES` / `_THREADS` make it smaller for a quick look; the entries are
-written in bulk straight through the store (SecantusDB takes several minutes for a million).
+`MEMLOG_BENCH_ARCHIVE_ENTRIES` / `_THREADS` make it smaller for a quick look (e.g. 20,000 / 200: each
+agent still answers in 100 threads of 100 entries); the entries are written in bulk straight through
+the store (SecantusDB takes tens of minutes for a million).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from pymongo.errors import PyMongoError
 
+from adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
 from bench.projection import on_local_stack
 from config.settings import Settings
 from memlog.conversations import Conversations
@@ -24,6 +27,7 @@ from projections.archives import ConversationRef, Entry, index_terms, tokens
 
 ENTRIES = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_ENTRIES", "1000000"))
 THREADS = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_THREADS", "10000"))
+AGENTS = max(1, THREADS // 100)  # each agent answers in 100 threads
 QUERIES = 300
 BULK = 5_000
 WORDS = [
@@ -83,6 +87,7 @@ def entry(rng: random.Random, number: int) -> Entry:
         text=text,
         original=None,
         subject=f"player-{thread:05d}",
+        agent=f"agent-{thread % AGENTS:03d}",
         reset_at=number + 1 if seq >= per_thread * 4 // 5 else 2**62,  # a fifth sits in a reset archive
         terms=index_terms(text),
     )
@@ -106,7 +111,7 @@ async def main(settings: Settings) -> None:
     rng = random.Random(7)
     async with open_services(settings) as services:
         store = services.conversations
-        await store.prepare()
+        await services.current.prepare()  # the archive's indexes and the search across threads'
         started = time.perf_counter()
         for start in range(0, ENTRIES, BULK):
             await store.insert_entries([entry(rng, n) for n in range(start, min(start + BULK, ENTRIES))])
@@ -137,10 +142,40 @@ async def main(settings: Settings) -> None:
             "bench", "session", owners[0], sorted(set(tokens(queries[0]))), conversation=None
         )
         report(load_s, example, raw_ms, search_ms)
+        await across(services, queries, rng)
         try:
             await services.mongo.drop_database(settings.mongo_db_name)
         except PyMongoError as exc:  # dropping a million documents can outlast the client's patience
             print(f"(the benchmark database {settings.mongo_db_name} was not dropped: {exc})")
+
+
+async def across(services: Any, queries: list[str], rng: random.Random) -> None:
+    """An agent's search across its threads (history, 20 results, one neighbour), next to its raw query."""
+    agents = [f"agent-{rng.randrange(AGENTS):03d}" for _ in queries]
+    plan = iter(list(zip(agents, queries, strict=True)))
+    raw_plan = iter(list(zip(agents, queries, strict=True)))
+    entries = services.database["entries"]
+
+    async def search() -> Any:
+        agent, query = next(plan)
+        return await services.cross_search.agent("bench", agent, query, limit=20)
+
+    async def raw() -> Any:
+        agent, query = next(raw_plan)
+        filter_ = MongoArchiveSearch.across_query("bench", sorted(set(tokens(query))), agent=agent)
+        return await entries.find(filter_, CANDIDATE_FIELDS).to_list()
+
+    example = MongoArchiveSearch.across_query("bench", sorted(set(tokens(queries[0]))), agent=agents[0])
+    candidates = len(await entries.find(example, CANDIDATE_FIELDS).to_list())
+    raw_ms = await latencies(raw, len(queries))
+    search_ms = await latencies(search, len(queries))
+    raw_p50, raw_p99 = quantiles(raw_ms)
+    p50, p99 = quantiles(search_ms)
+    print(f"\nacross an agent's threads ({AGENTS:,} agents, 100 threads each; {candidates:,} candidates for the first)")
+    print(f"raw query: entries.find({example}, {CANDIDATE_FIELDS})")
+    print(f"  {'raw MongoDB candidate query':40} p50 {raw_p50:8.2f} ms   p99 {raw_p99:8.2f} ms")
+    print(f"  {'memlog agent search (across threads)':40} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms")
+    print(f"  ratio, search / raw: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
 
 
 def report(load_s: float, example: dict[str, Any], raw_ms: list[float], search_ms: list[float]) -> None:

@@ -26,7 +26,9 @@ from memlog.privacy import SubjectRequests
 from memlog.readiness import ReadinessCheck
 from memlog.replays import Replays
 from memlog.runs import Runs
+from memlog.search import CrossSearch
 from projections.ports import (
+    ArchiveSearch,
     Checkpoints,
     ConversationArchive,
     Counters,
@@ -130,6 +132,10 @@ class Services:
     def idempotency(self) -> Idempotency:
         return self.current.idempotency
 
+    @property
+    def archive_search(self) -> ArchiveSearch:
+        return self.current.archive_search
+
     # the use cases, built here once per namespace and shared by the API, the CLI and the MCP server
     def _use(self, name: str, build: Callable[[], T]) -> T:
         key = (name, self.current.namespace)
@@ -211,6 +217,13 @@ class Services:
         """Tool calls joined to the runs that served them, and their status (seed 004)."""
         timeout_ms = round(self.settings.tool_result_timeout_seconds * 1000)
         return self._use("evidence", lambda: Evidence(self.traces, timeout_ms))
+
+    @property
+    def cross_search(self) -> CrossSearch:
+        """Search across threads: an agent's over what it took part in, an operator's over a tenant (004)."""
+        return self._use(
+            "cross-search", lambda: CrossSearch(self.archive_search, self.conversations, self.archive_checkpoints)
+        )
 
     @property
     def positions(self) -> Positions:

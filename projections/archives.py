@@ -20,7 +20,7 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -234,8 +234,15 @@ class Hit:
     key: tuple[int, int, int, str]
 
 
-def rank(query: str, candidates: Iterable[Entry], *, after: tuple[int, int, int, str] | None, limit: int) -> list[Hit]:
-    """The page of matches after `after` in rank order, from one consistent candidate set.
+def rank(
+    query: str,
+    candidates: Iterable[Entry],
+    *,
+    after: tuple[int, int, int, str] | None,
+    limit: int,
+    key: Callable[[Match, Entry], tuple[int, int, int, str]] = rank_key,
+) -> list[Hit]:
+    """The page of matches after `after` in rank order (`key`), from one consistent candidate set.
 
     Every candidate is matched and ranked before the page is cut, so no later match is ever dropped.
     Duplicate identities (one entry seen twice) count once.
@@ -245,7 +252,7 @@ def rank(query: str, candidates: Iterable[Entry], *, after: tuple[int, int, int,
         found = match(query, entry.text)
         if found is None:
             continue
-        hits.setdefault((entry.ref, entry.entry_id), Hit(entry, found, rank_key(found, entry)))
+        hits.setdefault((entry.ref, entry.entry_id), Hit(entry, found, key(found, entry)))
     ordered = sorted(hits.values(), key=lambda hit: hit.key)
     if after is not None:
         ordered = [hit for hit in ordered if hit.key > after]

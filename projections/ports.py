@@ -21,6 +21,7 @@ from projections.session import Loaded, Session, SessionWrite, ThreadKey
 __all__ = [
     "FACT_SLOT_SECONDS",
     "PENDING_SECONDS",
+    "ArchiveSearch",
     "Checkpoints",
     "Clock",
     "ConversationArchive",
@@ -224,6 +225,17 @@ class ConversationArchive(Protocol):
     async def erase_subject(self, tenant: str, subject: str) -> int: ...
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
+
+
+class ArchiveSearch(Protocol):
+    """Search across the threads of a tenant (004: an agent's explicit search, an operator's); the
+    archive's entries, read through their own indexes. The rules are in projections/search.py."""
+
+    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
+        """Entries of the tenant sharing a term with the query (every one without terms), of every thread,
+        conversation and scope; only those of events by `agent` when given. The caller applies snapshot,
+        scope and dates."""
+        ...
 
 
 # An attempt that died between reserving an idempotency key and answering (its store went away

@@ -192,6 +192,15 @@ class InMemoryConversationArchive:
             and (until is None or e.occurred_at < until)
         ]
 
+    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
+        """ArchiveSearch: the in-memory archive searches its own entries."""
+        wanted = set(terms)
+        return [
+            e
+            for e in self._entries.values()
+            if e.ref.tenant == tenant and agent in (None, e.agent) and (not wanted or wanted & set(e.terms))
+        ]
+
     async def entries(
         self, ref: ConversationRef, *, scope: EntryScope, snapshot: int, after_seq: int = -1, limit: int = 500
     ) -> list[Entry]:

@@ -26,6 +26,7 @@ OPERATOR = {
     ("get", "/v1/replays/{replay_id}"),
     ("post", "/v1/tenants/{tenant}/threads/{thread}/conversations/{conversation}/purge"),
     ("post", "/v1/tenants/{tenant}/retention"),
+    ("get", "/v1/tenants/{tenant}/search"),
 }
 # operator actions over every tenant at once: the only routes that name no tenant
 ALL_TENANTS = {("post", "/v1/replays"), ("get", "/v1/replays/{replay_id}")}

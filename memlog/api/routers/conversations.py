@@ -86,6 +86,64 @@ async def search(
     )
 
 
+SCOPE_ACROSS = Query(
+    default="history",
+    description="history: every generation, reset archives included, labelled by provenance; "
+    "current: active and compacted history since each conversation's latest reset.",
+)
+SINCE = Query(default=None, ge=0, le=INT64_MAX, description="Occurred at or after (epoch ms).")
+UNTIL = Query(default=None, ge=0, le=INT64_MAX, description="Occurred before (epoch ms).")
+NEIGHBOURS = Query(default=1, ge=0, le=3, description="Entries either side of each result.")
+CURSOR = Query(default=None, description="next_cursor of the previous page, same query.")
+Q = Query(description="Exact phrase first, then ASCII token coverage (two tokens for a multi-term query).")
+
+
+@router.get("/v1/tenants/{tenant}/agents/{agent}/search", dependencies=TENANT_ONLY)
+async def agent_search(
+    tenant: str,
+    agent: str,
+    services: ServicesDep,
+    q: str = Q,
+    scope: Literal["current", "history"] = SCOPE_ACROSS,
+    since: int | None = SINCE,
+    until: int | None = UNTIL,
+    neighbours: int = NEIGHBOURS,
+    limit: int = Query(default=20, ge=1, le=200),
+    cursor: str | None = CURSOR,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> dict[str, Any]:
+    """The agent's explicit search over the threads it took part in (004, "Search and recall"): the
+    entries of its own events in subjects' sessions, its automation thread and the public thread.
+    Each result names its thread and conversation and is marked `enters_prompt: false`."""
+    await services.positions.wait_all(after, wait, archive=True)
+    return await services.cross_search.agent(
+        tenant, agent, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor
+    )
+
+
+@router.get("/v1/tenants/{tenant}/search", dependencies=OPERATOR_ONLY)
+async def tenant_search(
+    tenant: str,
+    services: ServicesDep,
+    q: str = Q,
+    scope: Literal["current", "history"] = SCOPE_ACROSS,
+    since: int | None = SINCE,
+    until: int | None = UNTIL,
+    neighbours: int = NEIGHBOURS,
+    limit: int = Query(default=20, ge=1, le=200),
+    cursor: str | None = CURSOR,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> dict[str, Any]:
+    """Operators only: search every thread of the tenant, across agents (004, "Operator cross-agent
+    search"); each result names its thread, conversation and agent and is marked `enters_prompt: false`."""
+    await services.positions.wait_all(after, wait, archive=True)
+    return await services.cross_search.tenant(
+        tenant, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor
+    )
+
+
 @router.get(CONVERSATION + "/export", dependencies=TENANT_ONLY)
 async def export(
     tenant: str,

@@ -1,0 +1,166 @@
+"""Search across threads (seed 004): an agent's explicit search over what it took part in, and an
+operator's over every thread of a tenant. Results never enter a prompt (`enters_prompt: false`).
+
+The rules are in projections/search.py and projections/archives.py; this module loads and shapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from projections.archives import (
+    MAX_NEIGHBOUR_RADIUS,
+    MAX_RESULTS,
+    ConversationRef,
+    Entry,
+    Hit,
+    Scope,
+    binding,
+    excerpt,
+    match,
+    rank,
+    tokens,
+)
+from projections.ports import ArchiveSearch, Checkpoints, ConversationArchive
+from projections.search import (
+    Marks,
+    across_key,
+    decode_cursor,
+    encode_cursor,
+    marks_of,
+    partition_of,
+    topic_partition,
+    visible,
+)
+from schemas.errors import InvalidEvent
+from schemas.events import check_name
+
+
+def _brief(entry: Entry, at: int, marks: Marks) -> dict[str, Any]:
+    view = entry.view(marks.get(partition_of(entry), -1))
+    view["excerpt"] = excerpt(view.pop("text"), at)
+    view["agent"] = entry.agent
+    view["enters_prompt"] = False  # 004: a search across threads is inspection, never prompt material
+    return view
+
+
+@dataclass
+class CrossSearch:
+    """Args:
+    search: the candidates across threads (ArchiveSearch).
+    archive: the conversation archive, for the neighbours of each result.
+    checkpoints: the archive projection's, for the first page's snapshot (None: the candidates alone).
+    """
+
+    search: ArchiveSearch
+    archive: ConversationArchive
+    checkpoints: Checkpoints | None = None
+
+    async def agent(self, tenant: str, agent: str, query: str, **options: Any) -> dict[str, Any]:
+        """The agent's explicit search over the entries it took part in, every thread of the tenant."""
+        check_name("agent", agent)
+        return {"agent": agent, **await self._search(tenant, agent, query, **options)}
+
+    async def tenant(self, tenant: str, query: str, **options: Any) -> dict[str, Any]:
+        """The operator's search over every thread of the tenant, whoever answered."""
+        return await self._search(tenant, None, query, **options)
+
+    async def _search(
+        self,
+        tenant: str,
+        agent: str | None,
+        query: str,
+        *,
+        scope: Scope = "history",
+        since: int | None = None,
+        until: int | None = None,
+        radius: int = 1,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        check_name("tenant", tenant)
+        if not query.strip():
+            raise InvalidEvent("q", "must not be empty")
+        if not 0 <= radius <= MAX_NEIGHBOUR_RADIUS:
+            raise InvalidEvent("neighbours", f"must be 0 to {MAX_NEIGHBOUR_RADIUS}")
+        if not 1 <= limit <= MAX_RESULTS:
+            raise InvalidEvent("limit", f"must be 1 to {MAX_RESULTS}")
+        bound = binding("across", tenant, agent, scope, query, since, until)
+        after, marks = None, None
+        if cursor:
+            marks, after = decode_cursor(cursor, bound)
+        found = await self.search.across(tenant, sorted(set(tokens(query))), agent=agent)
+        if marks is None:
+            marks = await self._snapshot(found)  # the first page: the run's snapshot
+        candidates = [e for e in found if visible(e, marks, scope, since, until)]
+        hits = rank(query, candidates, after=after, limit=limit + 1, key=across_key)
+        more = len(hits) > limit
+        hits = hits[:limit]
+        nearby = await self._neighbours(hits, radius, marks, scope, agent) if radius else {}
+        results = []
+        for hit in hits:
+            item = _brief(hit.entry, hit.found.at, marks)
+            item["match"] = "phrase" if hit.found.phrase else "tokens"
+            item["coverage"] = hit.found.coverage
+            item["source_ref"] = {
+                "entry_id": hit.entry.entry_id,
+                "conversation": hit.entry.ref.conversation,
+                "thread": item["thread"],
+            }
+            item["neighbours"] = [
+                _brief(n, _centre(query, n.text), marks) for n in nearby.get((hit.entry.ref, hit.entry.seq), [])
+            ]
+            results.append(item)
+        return {
+            "query": query,
+            "scope": scope,
+            "snapshot": {part: str(at) for part, at in sorted(marks.items())},
+            "results": results,
+            "next_cursor": encode_cursor(bound, marks, hits[-1].key) if more and hits else None,
+        }
+
+    async def _snapshot(self, found: list[Entry]) -> Marks:
+        """Per partition a candidate came from, the highest offset applied there now."""
+        marks = marks_of(found)
+        if self.checkpoints is not None:
+            checkpoints = self.checkpoints
+            known = {part: where for part in marks if (where := topic_partition(part)) is not None}
+            applied = await asyncio.gather(*(checkpoints.applied(*where) for where in known.values()))
+            for part, at in zip(known, applied, strict=True):
+                marks[part] = max(marks[part], at)
+        return marks
+
+    async def _neighbours(
+        self, hits: list[Hit], radius: int, marks: Marks, scope: Scope, agent: str | None
+    ) -> dict[tuple[ConversationRef, int], list[Entry]]:
+        """Entries either side of each hit in its conversation, in the run's snapshot and scope; for an
+        agent, only those it took part in."""
+        by_conversation: dict[ConversationRef, list[Entry]] = {}
+        for hit in hits:
+            by_conversation.setdefault(hit.entry.ref, []).append(hit.entry)
+        refs = list(by_conversation)
+        reads = await asyncio.gather(
+            *(
+                self.archive.neighbours(
+                    ref,
+                    [e.seq for e in by_conversation[ref]],
+                    radius,
+                    marks.get(partition_of(by_conversation[ref][0]), -1),
+                )
+                for ref in refs
+            )
+        )
+        nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
+        for ref, found in zip(refs, reads, strict=True):
+            for seq, near in found.items():
+                nearby[(ref, seq)] = [
+                    n for n in near if visible(n, marks, scope) and (agent is None or n.agent == agent)
+                ]
+        return nearby
+
+
+def _centre(query: str, text: str) -> int:
+    found = match(query, text)
+    return found.at if found else 0

@@ -1,0 +1,107 @@
+"""Search across threads (seed 004, "Search and recall"): pure rules, no I/O.
+
+An agent's explicit search covers the entries it took part in (every entry carries the agent of its
+event: its exchanges in subjects' sessions, its automation thread, its answers in the public thread);
+an operator's covers every thread of the tenant. Both rank as per-thread search does (exact phrase,
+then token coverage, then newer, then identity) and mark every result `enters_prompt: false`.
+
+One snapshot across threads. A thread's `seq` is an offset of the partition the thread lives on, so
+offsets of two threads do not compare, and a single number cannot say what a paging run saw. The
+snapshot is a mark per partition instead: the highest offset applied there when the first page was
+read (the archive projection's checkpoint, raised to what the candidates show applied: an entry's
+own offset, its fork's, the fold or reset that archived it). The archive applies a partition in
+offset order, so everything applied after the first page sits above
+its partition's mark: entries appended, forked or archived later stay out of the run, and provenance
+(active, compacted, reset) is what it was on the first page. A partition no candidate came from has
+no mark: a later entry there is later than the run.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from projections.archives import NEVER, Entry, Match, Scope
+from schemas.errors import InvalidEvent
+
+FORKED = ">fork@"  # a fork copy's store id: the source's, then the fork's offset (projections.archives.forked)
+Marks = dict[str, int]
+Key = tuple[int, int, int, str]
+
+
+def partition_of(entry: Entry) -> str:
+    """`topic:partition` of the position an entry came from (its store id is `topic:partition:offset`)."""
+    return entry.store_id.split(FORKED, 1)[0].rpartition(":")[0]
+
+
+def topic_partition(part: str) -> tuple[str, int] | None:
+    """`topic:partition` as a checkpoint names it; None for a store id of another form (a bulk load's)."""
+    topic, _, partition = part.rpartition(":")
+    return (topic, int(partition)) if topic and partition.isdigit() else None
+
+
+def landed(entry: Entry) -> int:
+    """The offset at which this entry came into its conversation: its own, or its (last) fork's."""
+    _, forked, at = entry.store_id.rpartition(FORKED)
+    return int(at) if forked and at.isdigit() else entry.seq
+
+
+def marks_of(entries: Iterable[Entry]) -> Marks:
+    """Per partition, the highest offset the entries show to have been applied."""
+    marks: Marks = {}
+    for entry in entries:
+        seen = [landed(entry), *(at for at in (entry.compacted_at, entry.reset_at) if at != NEVER)]
+        part = partition_of(entry)
+        marks[part] = max(marks.get(part, -1), *seen)
+    return marks
+
+
+def visible(
+    entry: Entry, marks: Mapping[str, int], scope: Scope, since: int | None = None, until: int | None = None
+) -> bool:
+    """In the run's snapshot and scope (current: since the latest reset of its conversation; history: all)."""
+    mark = marks.get(partition_of(entry))
+    if mark is None or landed(entry) > mark:
+        return False
+    if scope != "history" and entry.reset_at <= mark:
+        return False
+    return (since is None or entry.occurred_at >= since) and (until is None or entry.occurred_at < until)
+
+
+def provenance(entry: Entry, marks: Mapping[str, int]) -> str:
+    return entry.provenance(marks.get(partition_of(entry), NEVER - 1))
+
+
+def across_key(found: Match, entry: Entry) -> Key:
+    """Per-thread ranking with "newer" read from the time it occurred: offsets of two partitions do not compare."""
+    return (0 if found.phrase else 1, -found.coverage, -entry.occurred_at, entry.store_id)
+
+
+def encode_cursor(bound: str, marks: Mapping[str, int], key: Key) -> str:
+    raw = json.dumps({"b": bound, "m": dict(marks), "p": list(key)}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, bound: str) -> tuple[Marks, Key]:
+    """(marks, position) of a cursor issued for the same binding; InvalidEvent('cursor') otherwise."""
+    try:
+        raw: Any = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        issued, held, position = str(raw["b"]), raw["m"], raw["p"]
+        if not isinstance(held, dict) or not isinstance(position, list) or len(position) != 4:
+            raise ValueError("not a search cursor")
+        marks = {str(part): _whole(at) for part, at in held.items()}
+        key: Key = (_whole(position[0]), _whole(position[1]), _whole(position[2]), str(position[3]))
+    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError):
+        raise InvalidEvent("cursor", "is not a cursor memlog issued for a search across threads") from None
+    if issued != bound:
+        raise InvalidEvent("cursor", "was issued for another agent, tenant, scope, query or filter; start without it")
+    return marks, key
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("not an integer")
+    return value
