@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DocumentTooLarge, DuplicateKeyError, OperationFailure, PyMongoError
 
 from projections.facts import Fact, SubjectFacts
-from projections.ports import FACT_SLOT_SECONDS, Clock, utc_now
+from projections.ports import FACT_SLOT_SECONDS, Clock, HeldFacts, utc_now
 from projections.position import Position
 from projections.sealing import subject_ref
 from schemas.errors import Conflict, StoreRefused, StoreUnavailable
@@ -334,17 +334,18 @@ class MongoFactSlots:
             await self._slots.create_index("expires", expireAfterSeconds=0, name="kept_until")
             await self._slots.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
 
-    async def reserve(self, tenant: str, subject: str, fact_id: str, held: Collection[str], limit: int) -> bool:
+    async def reserve(self, tenant: str, subject: str, fact_id: str, held: HeldFacts, limit: int) -> bool:
         now = self._clock()
         until = now + dt.timedelta(seconds=FACT_SLOT_SECONDS)
         key = subject_ref(tenant, subject)
         for _ in range(self.ATTEMPTS):
             with mongo_errors():
                 doc = await self._slots.find_one({"_id": key})
+            applied = set(await held())  # after the reservations: see HeldFacts
             pending = {
-                fid: at for fid, at in (doc or {}).get("pending", {}).items() if fid not in held and _aware(at) > now
+                fid: at for fid, at in (doc or {}).get("pending", {}).items() if fid not in applied and _aware(at) > now
             }
-            if len(held) + len(pending) >= limit:
+            if len(applied) + len(pending) >= limit:
                 return False
             pending[fact_id] = until
             fields = {"tenant": tenant, "subject": subject, "pending": pending, "expires": until}

@@ -229,11 +229,14 @@ class Memory:
             raise InvalidEvent("scope", f"must be one of {', '.join(FACT_SCOPES)}, not {scope!r}")
         fact_id = str(uuid.uuid4())
         event = FactRemembered(self.envelope(tenant, subject, agent), fact_id, scope, text, source)
-        held = {fact.fact_id for fact in (await self.state(tenant, subject)).facts}
         most, _ = self._policy.limits(subject is None)
         owner = self._owner(subject)
+
         # Reserved at acceptance, not read from the projection alone: it may not have applied the
         # saves just accepted, and a 202 must mean the fact will be kept.
+        async def held() -> set[str]:
+            return {fact.fact_id for fact in (await self.state(tenant, subject)).facts}
+
         if not await self._slots.reserve(tenant, owner, fact_id, held, most):
             whose = subject if subject is not None else f"the tenant {tenant}'s knowledge"
             raise InvalidEvent(

@@ -9,7 +9,7 @@ that position is newer than what the key already holds, so redelivery and replay
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Collection
 from typing import Any, Protocol
 
 from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
@@ -283,15 +283,22 @@ class Idempotency(Protocol):
 FACT_SLOT_SECONDS = 600  # a reservation outlives any healthy projection lag; a lapsed one frees its slot
 
 
+HeldFacts = Callable[[], Awaitable[Collection[str]]]  # the ids of the facts the projection holds, read now
+
+
 class FactSlots(Protocol):
     """Room in a subject's lasting memory (seed 000: at most 30 facts), reserved when a fact is
     accepted: the projection may lag behind the writes, so counting its facts alone would accept
     what it later has to drop. A reservation counts until the projection holds the fact, or until
     it lapses after FACT_SLOT_SECONDS."""
 
-    async def reserve(self, tenant: str, subject: str, fact_id: str, held: Collection[str], limit: int) -> bool:
-        """Reserve room for `fact_id` unless the facts the projection holds (`held`, by id) and the
-        reservations still pending reach `limit`. Of concurrent calls for the last slot, one wins."""
+    async def reserve(self, tenant: str, subject: str, fact_id: str, held: HeldFacts, limit: int) -> bool:
+        """Reserve room for `fact_id` unless the facts the projection holds (`held()`, by id) and the
+        reservations still pending reach `limit`. Of concurrent calls for the last slot, one wins.
+
+        `held` is read after the reservations, at every attempt: a reservation another writer dropped
+        because the projection had applied its fact is then always seen among the held ones (read
+        before, a stale list and the pruned reservations could miss it, and let a 31st fact in)."""
         ...
 
     async def release(self, tenant: str, subject: str, fact_id: str) -> None:

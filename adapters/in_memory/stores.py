@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
 from projections.facts import FactPolicy, SubjectFacts, questioned
-from projections.ports import FACT_SLOT_SECONDS, Clock, utc_now
+from projections.ports import FACT_SLOT_SECONDS, Clock, HeldFacts, utc_now
 from projections.position import Position
 from projections.session import (
     Exchange,
@@ -261,18 +260,25 @@ class InMemoryFactSlots:
 
     def __init__(self, clock: Clock = utc_now) -> None:
         self._pending: dict[tuple[str, str], dict[str, dt.datetime]] = {}
+        self._versions: dict[tuple[str, str], int] = {}
         self._clock = clock
 
-    async def reserve(self, tenant: str, subject: str, fact_id: str, held: Collection[str], limit: int) -> bool:
-        now = self._clock()
-        pending = {
-            fid: at for fid, at in self._pending.get((tenant, subject), {}).items() if fid not in held and at > now
-        }
-        if len(held) + len(pending) >= limit:
-            return False
-        pending[fact_id] = now + dt.timedelta(seconds=FACT_SLOT_SECONDS)
-        self._pending[(tenant, subject)] = pending
-        return True
+    async def reserve(self, tenant: str, subject: str, fact_id: str, held: HeldFacts, limit: int) -> bool:
+        key = (tenant, subject)
+        while True:  # compare-and-set, as MongoFactSlots does: `held()` may let other reservations run
+            now = self._clock()
+            version = self._versions.get(key, 0)
+            reserved = dict(self._pending.get(key, {}))
+            applied = set(await held())  # after the reservations: see HeldFacts
+            if self._versions.get(key, 0) != version:
+                continue
+            pending = {fid: at for fid, at in reserved.items() if fid not in applied and at > now}
+            if len(applied) + len(pending) >= limit:
+                return False
+            pending[fact_id] = now + dt.timedelta(seconds=FACT_SLOT_SECONDS)
+            self._pending[key] = pending
+            self._versions[key] = version + 1
+            return True
 
     async def release(self, tenant: str, subject: str, fact_id: str) -> None:
         self._pending.get((tenant, subject), {}).pop(fact_id, None)

@@ -42,6 +42,10 @@ from tests.unit.test_privacy_step import everything_about, remember
 NOTHING = [None, [], [], [], [], [], [], None]
 
 
+async def nothing_held() -> list[str]:
+    return []
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
@@ -112,7 +116,7 @@ async def test_an_erasure_leaves_nothing_in_the_previous_abandoned_or_building_n
     for offset, name in enumerate(("live", "live-r1", "live-r2", "live-r3")):
         await remember(app.data(name), "ann", offset * 10)
         await remember(app.data(name), "bob", offset * 10 + 100)
-        assert await app.held[name].fact_slots.reserve("castle", "ann", "f-new", [], 30)
+        assert await app.held[name].fact_slots.reserve("castle", "ann", "f-new", nothing_held, 30)
     assert dict((e.namespace, e.state) for e in await app.registry.entries()) == {
         "live": PREVIOUS,
         "live-r1": ACTIVE,

@@ -34,6 +34,10 @@ T0 = 1_795_000_000_000
 DAY_MS = 86_400_000
 
 
+async def nothing_held() -> list[str]:
+    return []
+
+
 async def chunks(*pieces: bytes) -> AsyncIterator[bytes]:
     for piece in pieces:
         yield piece
@@ -73,7 +77,7 @@ async def remember(data: SubjectData, subject: str, offset: int, text: str = "")
     fold = SessionChange(None, False, 3, T0, T0 + DAY_MS, segment=part)
     writes.append(SessionWrite(Position("threads", 0, offset + 1), ThreadKey.public("castle"), fold))
     await data.sessions.write(writes, T0)
-    await data.fact_slots.reserve("castle", subject, f"f{offset}", (), 30)
+    await data.fact_slots.reserve("castle", subject, f"f{offset}", nothing_held, 30)
     fact = Fact(f"f{offset}", "shared", None, text or f"{subject} likes tea", "subject", T0, T0)
     await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
     run = RunTraced(env, f"run-{subject}" + (f"-{offset}" if offset else ""), "ok", T0, T0)
