@@ -20,6 +20,7 @@ from tests.conftest import unique_settings
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-tz"
 HOUR = 3_600_000
+OPS = ("compact", "reset", "rename", "fork", "archive")
 
 
 def utc(text: str) -> int:
@@ -210,6 +211,14 @@ async def test_an_unknown_conversation_answers_404_naming_it(http: httpx.AsyncCl
         response = await http.request(method, path, json=body)
         assert response.status_code == 404, (method, path, response.text)
         assert "'nowhere'" in response.json()["detail"][0]["msg"], response.text
+    spec = (await http.get("/openapi.json")).json()["paths"]
+    for path, method in (
+        ("/v1/tenants/{tenant}/threads/{thread}/calendar", "get"),
+        ("/v1/tenants/{tenant}/threads/{thread}/search", "get"),
+        ("/v1/tenants/{tenant}/threads/{thread}/conversations/{conversation}/export", "get"),
+        *((f"/v1/tenants/{{tenant}}/threads/{{thread}}/conversations/{{conversation}}/{op}", "post") for op in OPS),
+    ):
+        assert "404" in spec[path][method]["responses"], (path, method)
     # main always exists, empty until its first entry; a subject never seen reads as empty
     assert (await get(http, f"{thread('never-ann')}/conversations/main/export"))["entries"] == []
     assert (await get(http, f"{thread('never-ann')}/calendar"))["days"] == []
