@@ -16,7 +16,7 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from adapters.mongo_calendar import BY_TIME, ArchiveCalendarReads, time_range
+from adapters.mongo_calendar import ArchiveCalendarReads
 from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
 from projections.archives import (
     NEVER,
@@ -434,12 +434,12 @@ class MongoConversationArchive(ArchiveCalendarReads):
             query["reset_at"] = {"$gt": snapshot}
         elif scope == "reset":
             query["reset_at"] = {"$lte": snapshot}
-        timed = time_range(since, until)
-        if timed is not None:
-            query["occurred_at"] = timed
+        if since is not None or until is not None:  # one local day, say: read from the time index
+            return [
+                entry_of_doc(d) for d in await self.docs_between(ref, scope, snapshot, after_seq, limit, since, until)
+            ]
         with mongo_errors():
-            found = self._entries.find(query, {"terms": 0}).sort("seq", ASCENDING).limit(limit)
-            docs = await (found if timed is None else found.hint(BY_TIME)).to_list()
+            docs = await self._entries.find(query, {"terms": 0}).sort("seq", ASCENDING).limit(limit).to_list()
         return [entry_of_doc(d) for d in docs]
 
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]:
