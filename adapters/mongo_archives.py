@@ -16,6 +16,7 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from adapters.mongo_calendar import ArchiveCalendarReads
 from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
 from projections.archives import (
     NEVER,
@@ -136,7 +137,7 @@ def _ignore_duplicates(exc: BulkWriteError) -> None:
 LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
 
 
-class MongoConversationArchive:
+class MongoConversationArchive(ArchiveCalendarReads):
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
@@ -177,6 +178,7 @@ class MongoConversationArchive:
             await self._conversations.create_index(
                 [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING)], name="by_thread"
             )
+        await self.prepare_calendar()
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -422,13 +424,20 @@ class MongoConversationArchive:
         snapshot: int,
         after_seq: int = -1,
         limit: int = 500,
+        since: int | None = None,
+        until: int | None = None,
     ) -> list[Entry]:
-        """Entries in seq order after `after_seq`: current (export), history (all), or reset (reset archives)."""
+        """Entries in seq order after `after_seq`: current (export), history (all), or reset (reset archives);
+        with a time range, those of the range (read from the time index: one local day, say)."""
         query: dict[str, Any] = {**_where(ref), "seq": {"$gt": after_seq, "$lte": snapshot}}
         if scope == "current":
             query["reset_at"] = {"$gt": snapshot}
         elif scope == "reset":
             query["reset_at"] = {"$lte": snapshot}
+        if since is not None or until is not None:  # one local day, say: read from the time index
+            return [
+                entry_of_doc(d) for d in await self.docs_between(ref, scope, snapshot, after_seq, limit, since, until)
+            ]
         with mongo_errors():
             docs = await self._entries.find(query, {"terms": 0}).sort("seq", ASCENDING).limit(limit).to_list()
         return [entry_of_doc(d) for d in docs]

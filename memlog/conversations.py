@@ -5,6 +5,7 @@ The rules are in projections/archives.py; this module only loads what they need 
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,12 +30,14 @@ from projections.archives import (
     plan_retention,
     rank,
     retention_reason,
+    thread_ref,
     tokens,
 )
+from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narrow, zone
 from projections.ports import ConversationArchive, Idempotency
 from projections.position import Position
 from projections.session import ThreadKey
-from schemas.errors import InvalidEvent, NothingToDo, TargetExists
+from schemas.errors import InvalidEvent, NotFound, NothingToDo, TargetExists
 from schemas.events import (
     AUTOMATION_THREAD,
     KEY_SEPARATOR,
@@ -110,6 +113,12 @@ class Conversations:
         metas = await self.store.conversations(tenant, thread, owner)
         return max((m.last_seq for m in metas), default=-1)
 
+    async def known(self, ref: ConversationRef) -> None:
+        """404 naming the conversation when the archive holds none by that name (never applied, renamed
+        away or purged); `main`, the current conversation, always exists, empty until its first entry."""
+        if ref.conversation != MAIN_CONVERSATION and await self.store.meta(ref) is None:
+            raise NotFound(f"no conversation {ref.conversation!r} in {thread_ref(ref.thread, ref.owner)}")
+
     # --- search -----------------------------------------------------------------------------
 
     async def search(
@@ -126,9 +135,13 @@ class Conversations:
         radius: int = 1,
         limit: int = 20,
         cursor: str | None = None,
+        day: str | None = None,
+        tz: str | None = None,
     ) -> dict[str, Any]:
+        """`day` (YYYY-MM-DD in `tz`, UTC by default) narrows since/until to that local day (intersected)."""
         if not query.strip():
             raise InvalidEvent("q", "must not be empty")
+        since, until = narrow(since, until, day, tz)
         if not 0 <= radius <= MAX_NEIGHBOUR_RADIUS:
             raise InvalidEvent("neighbours", f"must be 0 to {MAX_NEIGHBOUR_RADIUS}")
         if not 1 <= limit <= MAX_RESULTS:
@@ -141,6 +154,8 @@ class Conversations:
                 raise InvalidEvent("cursor", "is not a search cursor")
             after = (int(position[0]), int(position[1]), int(position[2]), str(position[3]))
         else:
+            if conversation is not None:
+                await self.known(ConversationRef(tenant, thread, owner, conversation))
             snapshot = await self.snapshot(tenant, thread, owner)
         wanted = sorted(set(tokens(query)))
         candidates = await self.store.candidates(
@@ -187,6 +202,67 @@ class Conversations:
             "next_cursor": next_cursor,
         }
 
+    # --- calendar ---------------------------------------------------------------------------
+
+    async def calendar(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        *,
+        tz: str | None = None,
+        scope: Scope = "current",
+        conversation: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """The local days (in `tz`, UTC by default) that have entries in scope, newest first, with their counts.
+
+        One answer spans at most MAX_CALENDAR_DAYS days, ending with the day of the newest entry in
+        [since, until); `next_cursor` goes on with older days (it skips a gap with no entries at once).
+        Counted from one snapshot, as search is: entries appended after the first page are not in it.
+        """
+        zone_info = zone(tz)
+        bound = binding("calendar", tenant, thread, owner, scope, conversation, zone_info.key, since, until)
+        low = clamp(FIRST_MS if since is None else since)
+        if cursor:
+            snapshot, position = decode_cursor(cursor, bound)
+            high = int(position[0])
+        else:
+            if conversation is not None:
+                await self.known(ConversationRef(tenant, thread, owner, conversation))
+            snapshot, high = await self.snapshot(tenant, thread, owner), LAST_MS if until is None else until
+        high = clamp(high)
+        answer: dict[str, Any] = {"tz": zone_info.key, "scope": scope, "snapshot": str(snapshot), "days": []}
+        store = self.store
+
+        async def newest(before: int) -> int | None:
+            return await store.newest_time(
+                tenant,
+                thread,
+                owner,
+                conversation=conversation,
+                scope=scope,
+                snapshot=snapshot,
+                since=low,
+                until=before,
+            )
+
+        last = await newest(high)
+        if last is None:
+            return {**answer, "next_cursor": None}
+        window = calendar_window(last, low, high, zone_info)
+        counts = await store.count_between(
+            tenant, thread, owner, window.bounds, conversation=conversation, scope=scope, snapshot=snapshot
+        )
+        spans = list(itertools.pairwise(window.bounds))
+        for day, (start, end), count in reversed(list(zip(window.days, spans, counts, strict=True))):
+            if count:
+                answer["days"].append({"day": day.isoformat(), "entries": count, "start": start, "end": end})
+        older = low < window.start and await newest(window.start) is not None
+        return {**answer, "next_cursor": encode_cursor(bound, snapshot, [window.start]) if older else None}
+
     # --- export and originals ---------------------------------------------------------------
 
     async def export(
@@ -196,18 +272,23 @@ class Conversations:
         archives: str = "current",
         limit: int = EXPORT_PAGE_MAX,
         cursor: str | None = None,
+        day: str | None = None,
+        tz: str | None = None,
     ) -> dict[str, Any]:
         """004: compacted generations since the latest reset plus the active entries, from one snapshot;
-        `archives=reset` pages the reset archives instead."""
+        `archives=reset` pages the reset archives instead; `day` (in `tz`) keeps that local day's entries."""
         if archives not in ("current", "reset"):
             raise InvalidEvent("archives", "must be current or reset")
         if not 1 <= limit <= EXPORT_PAGE_MAX:
             raise InvalidEvent("limit", f"must be 1 to {EXPORT_PAGE_MAX}")
-        bound = binding("export", ref.tenant, ref.thread, ref.owner, ref.conversation, archives)
+        since, until = narrow(None, None, day, tz)
+        dated = () if day is None else (since, until)  # the cursor of an undated export reads as before
+        bound = binding("export", ref.tenant, ref.thread, ref.owner, ref.conversation, archives, *dated)
         if cursor:
             snapshot, position = decode_cursor(cursor, bound)
             after_seq = int(position[0])
         else:
+            await self.known(ref)
             meta = await self.store.meta(ref)
             snapshot, after_seq = (meta.last_seq if meta else -1), -1
         page = await self.store.entries(
@@ -216,6 +297,8 @@ class Conversations:
             snapshot=snapshot,
             after_seq=after_seq,
             limit=limit,
+            since=since,
+            until=until,
         )
         items = [{**e.view(snapshot), "original": e.original} for e in page]
         if self.evidence is not None:
@@ -262,6 +345,7 @@ class Conversations:
 
     async def compact(self, ref: ConversationRef) -> Position:
         """Fold the current conversation now (the session fold); the whole previous generation is archived first."""
+        await self.known(ref)
         if ref.conversation != MAIN_CONVERSATION:
             raise InvalidEvent(
                 "conversation", "only the current conversation (main) is compacted; it is the one folded"
@@ -274,6 +358,7 @@ class Conversations:
         return position
 
     async def reset(self, ref: ConversationRef, reason: str | None = None) -> Position:
+        await self.known(ref)
         conversation = None if ref.conversation == MAIN_CONVERSATION else ref.conversation
         return await self._produce(ThreadReset(envelope_for(ref, self.producer_name), reason, conversation))
 
@@ -298,6 +383,7 @@ class Conversations:
         or renamed away since), and the stale reservation is dropped. So the archive is read again
         once this call holds the name: a reservation is only ever dropped once the archive shows it.
         """
+        await self.known(ref)
         await self._free_target(ref, target)
         if self.claims is None:
             return None
@@ -350,6 +436,7 @@ class Conversations:
         kind: str | None = None,
         label: str | None = None,
     ) -> Position:
+        await self.known(ref)
         event = ThreadArchived(
             envelope_for(ref, self.producer_name), ref.conversation, archived, protected, kind, label
         )

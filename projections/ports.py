@@ -9,7 +9,7 @@ that position is newer than what the key already holds, so redelivery and replay
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
 
 from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
@@ -211,8 +211,48 @@ class ConversationArchive(Protocol):
         ...
 
     async def entries(
-        self, ref: ConversationRef, *, scope: EntryScope, snapshot: int, after_seq: int = -1, limit: int = 500
-    ) -> list[Entry]: ...
+        self,
+        ref: ConversationRef,
+        *,
+        scope: EntryScope,
+        snapshot: int,
+        after_seq: int = -1,
+        limit: int = 500,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[Entry]:
+        """In seq order after `after_seq`; with `since`/`until`, only those that occurred in [since, until)."""
+        ...
+
+    async def newest_time(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+        since: int,
+        until: int,
+    ) -> int | None:
+        """The newest `occurred_at` in [since, until) of the entries in scope at the snapshot; None if none."""
+        ...
+
+    async def count_between(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        bounds: Sequence[int],
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+    ) -> list[int]:
+        """How many entries in scope at the snapshot occurred in each [bounds[i], bounds[i + 1]) (the
+        calendar's local days); `bounds` strictly ascending, one count fewer than bounds."""
+        ...
 
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]: ...
 

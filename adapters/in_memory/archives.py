@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import itertools
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -202,7 +204,15 @@ class InMemoryConversationArchive:
         ]
 
     async def entries(
-        self, ref: ConversationRef, *, scope: EntryScope, snapshot: int, after_seq: int = -1, limit: int = 500
+        self,
+        ref: ConversationRef,
+        *,
+        scope: EntryScope,
+        snapshot: int,
+        after_seq: int = -1,
+        limit: int = 500,
+        since: int | None = None,
+        until: int | None = None,
     ) -> list[Entry]:
         found = [
             e
@@ -210,8 +220,50 @@ class InMemoryConversationArchive:
             if e.ref == ref
             and after_seq < e.seq <= snapshot
             and (scope == "history" or (e.reset_at > snapshot) == (scope == "current"))
+            and (since is None or e.occurred_at >= since)
+            and (until is None or e.occurred_at < until)
         ]
         return sorted(found, key=lambda e: e.seq)[:limit]
+
+    def _timed(
+        self, tenant: str, thread: str, owner: str, conversation: str | None, scope: Scope, snapshot: int
+    ) -> list[int]:
+        return [
+            e.occurred_at
+            for e in self._entries.values()
+            if (e.ref.tenant, e.ref.thread, e.ref.owner) == (tenant, thread, owner)
+            and conversation in (None, e.ref.conversation)
+            and in_scope(e, scope, snapshot)
+        ]
+
+    async def newest_time(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+        since: int,
+        until: int,
+    ) -> int | None:
+        times = self._timed(tenant, thread, owner, conversation, scope, snapshot)
+        return max((t for t in times if since <= t < until), default=None)
+
+    async def count_between(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        bounds: Sequence[int],
+        *,
+        conversation: str | None,
+        scope: Scope,
+        snapshot: int,
+    ) -> list[int]:
+        times = self._timed(tenant, thread, owner, conversation, scope, snapshot)
+        return [sum(start <= t < end for t in times) for start, end in itertools.pairwise(bounds)]
 
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]:
         return [

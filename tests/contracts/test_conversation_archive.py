@@ -3,6 +3,8 @@ run against the in-memory reference and the MongoDB-protocol server."""
 
 from __future__ import annotations
 
+import datetime as dt
+import zoneinfo
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,6 +14,7 @@ from adapters.mongo_archives import MongoConversationArchive
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.archives import NEVER, ConversationRef, plan_archive
+from projections.calendar import FIRST_MS, LAST_MS, calendar_window, day_bounds
 from projections.ports import ConversationArchive
 from projections.position import Position
 from schemas.events import (
@@ -29,6 +32,8 @@ from schemas.events import (
 
 T0 = 1_795_000_000_000
 MAIN = ConversationRef("castle", "session", "ann", "main")
+HOUR = 3_600_000
+BERLIN_24_2330 = 1_792_877_400_000  # 2026-10-24T21:30Z, 23:30 in Berlin, the day before clocks go back
 
 
 def _env(at: int = T0) -> Envelope:
@@ -189,6 +194,32 @@ class ConversationArchiveContract:
                 "castle", "session", "ann", [word], conversation=None, scope="current", snapshot=99
             )
             assert [e.entry_id for e in found] == ["x0.a"], word
+
+    async def test_entries_are_counted_by_local_day_across_a_dst_change(self, archive: ConversationArchive) -> None:
+        log = Log()
+        berlin = zoneinfo.ZoneInfo("Europe/Berlin")
+        times = [BERLIN_24_2330, BERLIN_24_2330 + HOUR, BERLIN_24_2330 + 25 * HOUR, BERLIN_24_2330 + 26 * HOUR]
+        batch = [item for n, at in enumerate(times) for item in log.exchange(n, f"q{n}", f"a{n}", at=at - n)]
+        await _apply(archive, batch + log.exchange(9, "other", "one", conversation="side", at=times[1]))
+        await _apply(archive, log.add(ThreadReset(_env(times[3]), None, "side")))  # side's entries: reset archives
+        window = calendar_window(times[-1], FIRST_MS, LAST_MS, berlin, max_days=3)
+        assert window.days == (dt.date(2026, 10, 24), dt.date(2026, 10, 25), dt.date(2026, 10, 26))
+        where = ("castle", "session", "ann")
+        count = archive.count_between
+        assert await count(*where, window.bounds, conversation=None, scope="current", snapshot=99) == [2, 4, 2]
+        assert await count(*where, window.bounds, conversation=None, scope="history", snapshot=99) == [2, 6, 2]
+        assert await count(*where, window.bounds, conversation="side", scope="current", snapshot=99) == [0, 0, 0]
+        assert await count(*where, window.bounds, conversation="main", scope="current", snapshot=2) == [2, 1, 0]
+        newest = archive.newest_time
+        assert await newest(*where, conversation=None, scope="current", snapshot=99, since=0, until=2**62) == times[3]
+        before = await newest(*where, conversation=None, scope="current", snapshot=99, since=0, until=times[2])
+        assert before == times[1]
+        assert await newest(*where, conversation=None, scope="current", snapshot=99, since=0, until=times[0]) is None
+        start, end = day_bounds(dt.date(2026, 10, 25), berlin)
+        day = await archive.entries(MAIN, scope="current", snapshot=99, since=start, until=end)
+        assert [e.entry_id for e in day] == ["x1.q", "x1.a", "x2.q", "x2.a"]
+        paged = await archive.entries(MAIN, scope="current", snapshot=99, since=start, until=end, after_seq=3, limit=1)
+        assert [e.entry_id for e in paged] == ["x2.q"]
 
     async def test_erase_subject_removes_entries_and_conversations(self, archive: ConversationArchive) -> None:
         log = Log()

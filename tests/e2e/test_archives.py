@@ -222,7 +222,8 @@ async def test_rename_fork_archive_and_purge(http: httpx.AsyncClient) -> None:
     assert renamed.status_code == 202
     quest = await export(http, s, "quest", after=renamed.json()["position"])
     assert [e["text"] for e in quest["entries"]] == ["answer 1", "question 2", "answer 2"]
-    assert (await export(http, s, "side"))["entries"] == []
+    gone = await http.get(f"{thread(s)}/conversations/side/export")  # renamed away: no such conversation now
+    assert gone.status_code == 404 and "'side'" in gone.text, gone.text
     marked = await http.post(f"{thread(s)}/conversations/quest/archive", json={"archived": True, "kind": "subagent"})
     listed = (await http.get(f"{thread(s)}/conversations", params={"after": marked.json()["position"]})).json()
     meta = {c["conversation"]: c for c in listed["conversations"]}
@@ -230,7 +231,8 @@ async def test_rename_fork_archive_and_purge(http: httpx.AsyncClient) -> None:
     assert (await export(http, s, "quest"))["entries"] == quest["entries"]  # metadata only
     purged = await http.post(f"{thread(s)}/conversations/quest/purge", json={"reason": "asked"})
     assert purged.status_code == 202
-    assert (await export(http, s, "quest", after=purged.json()["position"]))["entries"] == []
+    after_purge = await http.get(f"{thread(s)}/conversations/quest/export", params={"after": purged.json()["position"]})
+    assert after_purge.status_code == 404 and "'quest'" in after_purge.text, after_purge.text
     assert len((await export(http, s))["entries"]) == 6
 
 
@@ -264,7 +266,9 @@ async def test_retention_previews_then_deletes_only_with_confirmation(http: http
     running = await post(
         http, {"tenant": TENANT, "subject": s, "question": "waiting", "occurred_at": old, "conversation": "task-3"}
     )
-    protect = await http.post(f"{thread(s)}/conversations/task-2/archive", json={"protected": True})
+    protect = await http.post(  # once task-2 is archived: before that it is an unknown conversation (404)
+        f"{thread(s)}/conversations/task-2/archive", params={"after": running["position"]}, json={"protected": True}
+    )
     await _wait_archive(http, s, protect.json()["position"])
     await _wait_archive(http, s, running["position"])
     now = old + 31 * DAY
@@ -274,8 +278,8 @@ async def test_retention_previews_then_deletes_only_with_confirmation(http: http
     assert len((await export(http, s, "task-1"))["entries"]) == 2  # a preview deletes nothing
     done = (await http.post(f"/v1/tenants/{TENANT}/retention", json={"now": now, "confirm": True})).json()
     assert [p["conversation"] for p in done["purged"]] == ["task-1"]
-    gone = await export(http, s, "task-1", after=done["purged"][0]["position"])
-    assert gone["entries"] == []
+    gone = await http.get(f"{thread(s)}/conversations/task-1/export", params={"after": done["purged"][0]["position"]})
+    assert gone.status_code == 404, gone.text  # purged: no such conversation any more
     assert len((await export(http, s))["entries"]) == 2
 
 

@@ -104,7 +104,7 @@ async def plant(http: httpx.AsyncClient, subject: str, v: Planted) -> list[str]:
         {"arguments": {"text": f"tool fact {v('fact by tool')}"}, "exchange_id": whole["exchange_id"], "call_index": 1},
     )
     await post(f"/v1/tenants/{TENANT}/subjects/{subject}/facts", {"text": f"hand fact {v('fact by hand')}"})
-    await post(
+    quest = await post(
         "/v1/exchanges",
         {
             **who,
@@ -113,7 +113,8 @@ async def plant(http: httpx.AsyncClient, subject: str, v: Planted) -> list[str]:
             "answer": f"go north {v('named conversation answer')}",
         },
     )
-    await post(f"/v1/tenants/{TENANT}/threads/session:{subject}/conversations/quest/fork", {"target": "quest-copy"})
+    fork = f"/v1/tenants/{TENANT}/threads/session:{subject}/conversations/quest/fork?after={quest['position']}"
+    await post(fork, {"target": "quest-copy"})  # once quest is archived: an unknown conversation answers 404
     for number in range(3):  # enough that the session folds its oldest exchanges into a summary
         await post("/v1/exchanges", {**who, "question": f"more {v(f'filler {number}')}", "answer": "noted"})
     now = now_ms()

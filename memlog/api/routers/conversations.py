@@ -20,6 +20,12 @@ from schemas.limits import INT64_MAX
 router = APIRouter()
 THREAD = "/v1/tenants/{tenant}/threads/{thread}"
 CONVERSATION = THREAD + "/conversations/{conversation}"
+DAY = Query(
+    default=None,
+    description="YYYY-MM-DD: only entries of that local day in `tz` (23 or 25 hours across a DST change); "
+    "with since/until, their intersection.",
+)
+TZ = Query(default=None, description="An IANA time zone (Area/City, e.g. Europe/Berlin); default UTC.")
 
 
 def operation(ref: ConversationRef, position: Position) -> OperationAccepted:
@@ -46,7 +52,7 @@ async def list_conversations(
     return {"tenant": tenant, "thread": thread, "conversations": [m.view() for m in metas]}
 
 
-@router.get(THREAD + "/search", dependencies=TENANT_ONLY)
+@router.get(THREAD + "/search", dependencies=TENANT_ONLY, responses=NOT_FOUND)
 async def search(
     tenant: str,
     thread: str,
@@ -60,6 +66,8 @@ async def search(
     conversation: str | None = Query(default=None, description="One conversation; default: all of the thread."),
     since: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred at or after (epoch ms)."),
     until: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred before (epoch ms)."),
+    day: str | None = DAY,
+    tz: str | None = TZ,
     neighbours: int = Query(default=1, ge=0, le=3, description="Entries either side of each result."),
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
@@ -83,6 +91,8 @@ async def search(
         radius=neighbours,
         limit=limit,
         cursor=cursor,
+        day=day,
+        tz=tz,
     )
 
 
@@ -144,7 +154,42 @@ async def tenant_search(
     )
 
 
-@router.get(CONVERSATION + "/export", dependencies=TENANT_ONLY)
+@router.get(THREAD + "/calendar", dependencies=TENANT_ONLY, responses=NOT_FOUND)
+async def calendar(
+    tenant: str,
+    thread: str,
+    services: ServicesDep,
+    tz: str | None = TZ,
+    scope: Literal["current", "history"] = Query(
+        default="current", description="current: since the latest reset; history: reset archives too."
+    ),
+    conversation: str | None = Query(default=None, description="One conversation; default: all of the thread."),
+    since: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred at or after (epoch ms)."),
+    until: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred before (epoch ms)."),
+    cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> dict[str, Any]:
+    """The local days (in `tz`) with archived entries and how many, newest first: at most 366 days an
+    answer, ending with the day of the newest entry in [since, until); `next_cursor` pages to older days."""
+    ref = conversation_ref(tenant, thread)
+    if conversation is not None:
+        check_name("conversation", conversation)
+    await services.positions.wait_all(after, wait, archive=True)
+    return await services.threads().calendar(
+        ref.tenant,
+        ref.thread,
+        ref.owner,
+        tz=tz,
+        scope=scope,
+        conversation=conversation,
+        since=since,
+        until=until,
+        cursor=cursor,
+    )
+
+
+@router.get(CONVERSATION + "/export", dependencies=TENANT_ONLY, responses=NOT_FOUND)
 async def export(
     tenant: str,
     thread: str,
@@ -157,14 +202,15 @@ async def export(
     ),
     limit: int = Query(default=500, ge=1, le=500),
     cursor: str | None = None,
+    day: str | None = DAY,
+    tz: str | None = TZ,
     after: str | None = AFTER,
     wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """The transcript from one snapshot: entries appended after the first page are not in it."""
+    ref = conversation_ref(tenant, thread, conversation)
     await services.positions.wait_all(after, wait, archive=True)
-    return await services.threads().export(
-        conversation_ref(tenant, thread, conversation), archives=archives, limit=limit, cursor=cursor
-    )
+    return await services.threads().export(ref, archives=archives, limit=limit, cursor=cursor, day=day, tz=tz)
 
 
 @router.get(THREAD + "/entries/{entry_id}", dependencies=TENANT_ONLY, responses=NOT_FOUND)
@@ -209,44 +255,112 @@ async def original(
     return Response(found.original.encode("utf-8"), media_type="application/json")
 
 
-@router.post(CONVERSATION + "/compact", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
-async def compact(tenant: str, thread: str, conversation: str, services: ServicesDep) -> OperationAccepted:
+@router.post(
+    CONVERSATION + "/compact",
+    status_code=202,
+    response_model=OperationAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
+async def compact(
+    tenant: str,
+    thread: str,
+    conversation: str,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> OperationAccepted:
     """Fold the current conversation now (the session fold); the whole previous generation is archived first."""
     ref = conversation_ref(tenant, thread, conversation)
+    await services.positions.wait_all(after, wait, archive=True)
     return operation(ref, await services.threads().compact(ref))
 
 
-@router.post(CONVERSATION + "/reset", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+@router.post(
+    CONVERSATION + "/reset",
+    status_code=202,
+    response_model=OperationAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
 async def reset_conversation(
-    tenant: str, thread: str, conversation: str, services: ServicesDep, body: ResetIn | None = None
+    tenant: str,
+    thread: str,
+    conversation: str,
+    services: ServicesDep,
+    body: ResetIn | None = None,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
 ) -> OperationAccepted:
     """Clear the active transcript into a reset archive; reset is not erasure."""
     ref = conversation_ref(tenant, thread, conversation)
+    await services.positions.wait_all(after, wait, archive=True)
     return operation(ref, await services.threads().reset(ref, body.reason if body else None))
 
 
-@router.post(CONVERSATION + "/rename", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+@router.post(
+    CONVERSATION + "/rename",
+    status_code=202,
+    response_model=OperationAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
 async def rename(
-    tenant: str, thread: str, conversation: str, body: TargetIn, services: ServicesDep
+    tenant: str,
+    thread: str,
+    conversation: str,
+    body: TargetIn,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
 ) -> OperationAccepted:
     """Move the conversation's identity to `target`; payloads and archives move with it."""
     ref = conversation_ref(tenant, thread, conversation)
+    await services.positions.wait_all(after, wait, archive=True)
     return operation(ref, await services.threads().rename(ref, body.target))
 
 
-@router.post(CONVERSATION + "/fork", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
-async def fork(tenant: str, thread: str, conversation: str, body: TargetIn, services: ServicesDep) -> OperationAccepted:
+@router.post(
+    CONVERSATION + "/fork",
+    status_code=202,
+    response_model=OperationAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
+async def fork(
+    tenant: str,
+    thread: str,
+    conversation: str,
+    body: TargetIn,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> OperationAccepted:
     """Copy the newest MEMLOG_FORK_ENTRIES active entries to a new conversation; the source is unchanged."""
     ref = conversation_ref(tenant, thread, conversation)
+    await services.positions.wait_all(after, wait, archive=True)
     return operation(ref, await services.threads().fork(ref, body.target))
 
 
-@router.post(CONVERSATION + "/archive", status_code=202, response_model=OperationAccepted, dependencies=TENANT_ONLY)
+@router.post(
+    CONVERSATION + "/archive",
+    status_code=202,
+    response_model=OperationAccepted,
+    dependencies=TENANT_ONLY,
+    responses=NOT_FOUND,
+)
 async def archive(
-    tenant: str, thread: str, conversation: str, body: ArchiveIn, services: ServicesDep
+    tenant: str,
+    thread: str,
+    conversation: str,
+    body: ArchiveIn,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
 ) -> OperationAccepted:
     """Change archive metadata only (archived, protected, kind, label)."""
     ref = conversation_ref(tenant, thread, conversation)
+    await services.positions.wait_all(after, wait, archive=True)
     position = await services.threads().archive(
         ref, archived=body.archived, protected=body.protected, kind=body.kind, label=body.label
     )
