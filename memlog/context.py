@@ -9,7 +9,7 @@ from typing import Any
 
 from adapters.summarizers import SummarizerFailed
 from memlog.evidence import Evidence
-from memlog.memory import Memory, recalled_view
+from memlog.memory import Memory, RecallPage, recalled_view
 from memlog.positions import Positions
 from projections.ports import SessionStore
 from projections.recall import render
@@ -88,8 +88,11 @@ class ContextReads:
         thread = await self.thread(key, after=after, wait=wait)
         recalling = time.perf_counter()
         # seed 003: an agent recalls its own facts and the shared ones; a read naming no agent, the shared only
-        found = await self._memory.recall(
-            key.tenant, subject, question or "", agent, shared_only=agent is None, fill=fill
+        asked = bool((question or "").strip())
+        found = (
+            await self._memory.recall(key.tenant, subject, question or "", agent, shared_only=agent is None, fill=fill)
+            if asked or fill
+            else RecallPage([])  # nothing asked: nothing bears on it, and no store is read for it
         )
         if self._metrics is not None:
             self._metrics.recall_seconds.observe(time.perf_counter() - recalling)
@@ -97,7 +100,7 @@ class ContextReads:
         return replace(
             thread,
             facts=[recalled_view(hit) for hit in found.hits],
-            rendered_facts=render(found.hits),
+            rendered_facts=render(found.hits) if asked or fill else "",
         )
 
     async def public(self, tenant: str, *, after: str | None, wait: float | None) -> ThreadContext:
