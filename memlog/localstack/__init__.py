@@ -347,25 +347,16 @@ class Redis(Service):
         (self.home / "redis").mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
-        return [
-            shutil.which("redis-server") or "redis-server",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--dir",
-            str(self.home / "redis"),
-            "--appendonly",
-            "yes",
-            "--save",
-            "",
-            "--daemonize",
-            "no",
-            "--protected-mode",
-            "no",
-            "--logfile",
-            "",
-        ]
+        return redis_server(self.port, self.home / "redis")
+
+
+def redis_server(port: int, data: Path, *extra: str) -> list[str]:
+    """Debian's redis-server in the foreground on loopback, appending to its log in `data`."""
+    return [
+        shutil.which("redis-server") or "redis-server",
+        *("--bind", "127.0.0.1", "--port", str(port), *extra, "--dir", str(data)),
+        *("--appendonly", "yes", "--save", "", "--daemonize", "no", "--protected-mode", "no", "--logfile", ""),
+    ]
 
 
 class Mongo(Service):

@@ -13,7 +13,7 @@ import subprocess
 import time
 
 from config.settings import Settings
-from memlog.localstack import START_TIMEOUT_SECONDS, Service, Status, install_redis
+from memlog.localstack import START_TIMEOUT_SECONDS, Service, Status, install_redis, redis_server
 from schemas.errors import ServiceSetupError
 
 NODES = 3
@@ -36,31 +36,8 @@ class RedisClusterNode(Service):
         self.data.mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
-        return [
-            shutil.which("redis-server") or "redis-server",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-node-timeout",
-            "5000",
-            "--dir",
-            str(self.data),
-            "--appendonly",
-            "yes",
-            "--save",
-            "",
-            "--daemonize",
-            "no",
-            "--protected-mode",
-            "no",
-            "--logfile",
-            "",
-        ]
+        cluster = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+        return redis_server(self.port, self.data, *cluster)
 
 
 class LocalRedisCluster:

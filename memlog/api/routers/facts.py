@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 
@@ -10,6 +10,7 @@ from memlog.api.auth import TENANT_ONLY
 from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
 from memlog.memory import TOOL_DEFINITIONS, recalled_view
+from memlog.services import Services
 from schemas.events import check_name
 
 router = APIRouter()
@@ -49,18 +50,30 @@ async def list_facts(
     check_name("tenant", tenant)
     check_name("subject", subject)
     await services.positions.wait_all(after, wait)
+    return await facts_out(services, tenant, subject, agent, q, limit, cursor)
+
+
+async def facts_out(
+    services: Services,
+    tenant: str,
+    subject: str | None,
+    agent: str | None,
+    q: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> FactsOut:
+    """A subject's facts, or with `subject=None` the tenant's knowledge: all of them the agent may see,
+    or with `q` the page of those that bear on it (the tenant's knowledge ranked with a subject's)."""
+    most = services.settings.facts_max if subject is not None else services.settings.tenant_facts_max
     if q:
         found = await services.memory.search(tenant, subject, q, agent, limit=limit, cursor=cursor)
         facts = [FactOut(**recalled_view(hit)) for hit in found.hits]
-        return FactsOut(
-            tenant=tenant,
-            subject=subject,
-            facts=facts,
-            limit=services.settings.facts_max,
-            next_cursor=found.next_cursor,
-        )
-    facts = [FactOut(**fact.view()) for fact in await services.memory.facts(tenant, subject, agent)]
-    return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=services.settings.facts_max)
+        return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=most, next_cursor=found.next_cursor)
+    belongs_to: Literal["subject", "tenant"] = "subject" if subject is not None else "tenant"
+    listed = [
+        FactOut(**fact.view(), belongs_to=belongs_to) for fact in await services.memory.facts(tenant, subject, agent)
+    ]
+    return FactsOut(tenant=tenant, subject=subject, facts=listed, limit=most)
 
 
 @router.patch(

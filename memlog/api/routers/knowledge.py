@@ -7,9 +7,8 @@ from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
 from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
-from memlog.api.models import FactAccepted, FactEdit, FactOut, FactsOut, KnowledgeIn
-from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH
-from memlog.memory import recalled_view
+from memlog.api.models import FactAccepted, FactEdit, FactsOut, KnowledgeIn
+from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH, facts_out
 from schemas.events import check_name
 
 router = APIRouter()
@@ -43,13 +42,7 @@ async def list_knowledge(
     if agent is not None:
         check_name("agent", agent)
     await services.positions.wait_all(after, wait)
-    most = services.settings.tenant_facts_max
-    if q:
-        found = await services.memory.search(tenant, None, q, agent, limit=limit, cursor=cursor)
-        facts = [FactOut(**recalled_view(hit)) for hit in found.hits]
-        return FactsOut(tenant=tenant, subject=None, facts=facts, limit=most, next_cursor=found.next_cursor)
-    listed = [FactOut(**fact.view(), belongs_to="tenant") for fact in await services.memory.facts(tenant, None, agent)]
-    return FactsOut(tenant=tenant, subject=None, facts=listed, limit=most)
+    return await facts_out(services, tenant, None, agent, q, limit, cursor)
 
 
 @router.patch(
