@@ -17,6 +17,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from adapters.mongo_calendar import ArchiveCalendarReads
+from adapters.mongo_entries import entry_doc, entry_of_doc
+from adapters.mongo_entries import where as _where
+from adapters.mongo_places import ArchiveNeighbourReads
 from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
 from projections.archives import (
     NEVER,
@@ -35,8 +38,8 @@ from projections.archives import (
     forked,
     in_scope,
     meta_after_entry,
-    neighbours_of,
 )
+from projections.places import number
 from projections.ports import PENDING_SECONDS, Clock, utc_now
 from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
 
@@ -44,54 +47,6 @@ from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
 def conversation_id(ref: ConversationRef) -> str:
     # names cannot hold the unit separator, so this is unambiguous
     return f"{len(ref.tenant)}:{KEY_SEPARATOR.join((ref.tenant, ref.thread, ref.owner, ref.conversation))}"
-
-
-def _where(ref: ConversationRef) -> dict[str, Any]:
-    return {"tenant": ref.tenant, "thread": ref.thread, "owner": ref.owner, "conversation": ref.conversation}
-
-
-def entry_doc(entry: Entry) -> dict[str, Any]:
-    return {
-        "_id": entry.store_id,
-        **_where(entry.ref),
-        "entry_id": entry.entry_id,
-        "seq": entry.seq,
-        "exchange_id": entry.exchange_id,
-        "role": entry.role,
-        "occurred_at": entry.occurred_at,
-        "text": entry.text,
-        "original": entry.original,
-        "subject": entry.subject,
-        "agent": entry.agent,
-        "enters_prompt": entry.enters_prompt,
-        "compacted_at": entry.compacted_at,
-        "reset_at": entry.reset_at,
-        "archives": list(entry.archives),
-        "forked_from": entry.forked_from,
-        "terms": list(entry.terms),
-    }
-
-
-def entry_of_doc(doc: dict[str, Any]) -> Entry:
-    return Entry(
-        ref=ConversationRef(doc["tenant"], doc["thread"], doc["owner"], doc["conversation"]),
-        entry_id=doc["entry_id"],
-        store_id=doc["_id"],
-        seq=int(doc["seq"]),
-        exchange_id=doc.get("exchange_id"),
-        role=doc["role"],
-        occurred_at=int(doc["occurred_at"]),
-        text=doc.get("text", ""),
-        original=doc.get("original"),
-        subject=doc.get("subject"),
-        agent=doc.get("agent"),
-        enters_prompt=bool(doc.get("enters_prompt", True)),
-        compacted_at=int(doc.get("compacted_at", NEVER)),
-        reset_at=int(doc.get("reset_at", NEVER)),
-        archives=tuple(doc.get("archives", ())),
-        forked_from=doc.get("forked_from"),
-        terms=tuple(doc.get("terms", ())),
-    )
 
 
 def _meta_doc(meta: ConversationMeta) -> dict[str, Any]:
@@ -137,7 +92,7 @@ def _ignore_duplicates(exc: BulkWriteError) -> None:
 LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
 
 
-class MongoConversationArchive(ArchiveCalendarReads):
+class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
@@ -179,6 +134,7 @@ class MongoConversationArchive(ArchiveCalendarReads):
                 [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING)], name="by_thread"
             )
         await self.prepare_calendar()
+        await self.prepare_places()
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -205,6 +161,7 @@ class MongoConversationArchive(ArchiveCalendarReads):
         if not entries:
             return
         with mongo_errors():
+            entries, counts = number(entries, await self._places_held({e.ref for e in entries}))
             try:
                 await self._entries.insert_many([entry_doc(e) for e in entries], ordered=False)
             except BulkWriteError as exc:
@@ -216,7 +173,7 @@ class MongoConversationArchive(ArchiveCalendarReads):
             for ref, meta in last.items():
                 assert meta is not None
                 update: dict[str, Any] = {
-                    "$set": {**_where(ref), "last_seq": meta.last_seq, "subject": meta.subject},
+                    "$set": {**_where(ref), "last_seq": meta.last_seq, "subject": meta.subject, "n": counts[ref]},
                     "$max": {"last_at": meta.last_at},
                     "$setOnInsert": {
                         "kind": meta.kind,
@@ -244,6 +201,12 @@ class MongoConversationArchive(ArchiveCalendarReads):
                 await self._conversations.bulk_write(updates, ordered=False)
             except BulkWriteError as exc:
                 _ignore_duplicates(exc)  # that conversation holds this position already
+
+    async def _places_held(self, refs: set[ConversationRef]) -> dict[ConversationRef, tuple[int, int]]:
+        """Each conversation's last seq and count of places given (projections/places.py)."""
+        ids = {conversation_id(ref): ref for ref in refs}
+        docs = await self._conversations.find({"_id": {"$in": list(ids)}}, {"last_seq": 1, "n": 1}).to_list()
+        return {ids[d["_id"]]: (int(d.get("last_seq", -1)), int(d.get("n", 0))) for d in docs if d["_id"] in ids}
 
     async def _archive_generation(self, op: ArchiveGeneration) -> None:
         where = {**_where(op.ref), "seq": {"$lt": op.before}, "reset_at": NEVER}
@@ -304,6 +267,7 @@ class MongoConversationArchive(ArchiveCalendarReads):
             if found is not None:
                 source = _meta(found)
                 moved = _meta_doc(replace(source, ref=target, created_by=op.before, open_exchange=None))
+                moved["n"] = int(found.get("n", 0))  # the moved entries keep their places
                 await self._conversations.replace_one({"_id": moved["_id"]}, moved)
                 if source.last_seq < op.before:
                     await self._conversations.delete_one({"_id": conversation_id(op.ref)})
@@ -321,7 +285,7 @@ class MongoConversationArchive(ArchiveCalendarReads):
                 .limit(op.entries)
                 .to_list()
             )
-            copies = forked([entry_of_doc(d) for d in docs], op)
+            copies = [replace(c, n=n) for n, c in enumerate(forked([entry_of_doc(d) for d in docs], op))]
             if copies:
                 try:
                     await self._entries.insert_many([entry_doc(e) for e in copies], ordered=False)
@@ -330,7 +294,7 @@ class MongoConversationArchive(ArchiveCalendarReads):
                 newest = copies[-1]
                 await self._conversations.update_one(
                     {"_id": conversation_id(newest.ref)},
-                    {"$max": {"last_seq": newest.seq, "last_at": max(e.occurred_at for e in copies)}},
+                    {"$max": {"last_seq": newest.seq, "last_at": max(e.occurred_at for e in copies), "n": len(copies)}},
                 )
 
     async def _set_meta(self, op: SetMeta) -> None:
@@ -449,33 +413,6 @@ class MongoConversationArchive(ArchiveCalendarReads):
                 {"tenant": tenant, "thread": thread, "owner": owner, "entry_id": entry_id}, {"terms": 0}
             ).to_list()
         return [entry_of_doc(d) for d in docs]
-
-    async def neighbours(
-        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
-    ) -> dict[int, list[Entry]]:
-        """Up to `radius` entries either side of each seq: three range reads per conversation, not two per hit."""
-        low, high = min(seqs), max(seqs)
-        where = _where(ref)
-        with mongo_errors():
-            before = (
-                await self._entries.find({**where, "seq": {"$lt": low}}, {"terms": 0})
-                .sort("seq", DESCENDING)
-                .limit(radius)
-                .to_list()
-            )
-            between = (
-                await self._entries.find({**where, "seq": {"$gte": low, "$lte": high}}, {"terms": 0})
-                .sort("seq", ASCENDING)
-                .to_list()
-            )
-            after = (
-                await self._entries.find({**where, "seq": {"$gt": high, "$lte": snapshot}}, {"terms": 0})
-                .sort("seq", ASCENDING)
-                .limit(radius)
-                .to_list()
-            )
-        ordered = [entry_of_doc(d) for d in [*reversed(before), *between, *after]]
-        return neighbours_of(ordered, seqs, radius)
 
     # --- erasure hooks (issue 7 plugs these into its cascade) ---------------------------------
 

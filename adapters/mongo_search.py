@@ -14,7 +14,7 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters.mongo_archives import entry_of_doc
+from adapters.mongo_entries import entry_of_doc
 from adapters.mongo_store import mongo_errors
 from projections.archives import Entry
 

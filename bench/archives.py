@@ -136,12 +136,19 @@ async def main(settings: Settings) -> None:
             filter_ = store.candidate_query("bench", "session", owner, sorted(set(tokens(query))), conversation=None)
             return await raw_entries.find(filter_, {"terms": 0}).to_list()
 
+        bare_plan = iter(list(zip(owners, queries, strict=True)))
+
+        async def bare() -> Any:  # the same search without neighbours: what the neighbour reads add
+            owner, query = next(bare_plan)
+            return await conversations.search("bench", "session", owner, query, scope="history", limit=20, radius=0)
+
         raw_ms = await latencies(raw, QUERIES)
         search_ms = await latencies(search, QUERIES)
+        bare_ms = await latencies(bare, QUERIES)
         example = store.candidate_query(
             "bench", "session", owners[0], sorted(set(tokens(queries[0]))), conversation=None
         )
-        report(load_s, example, raw_ms, search_ms)
+        report(load_s, example, raw_ms, search_ms, bare_ms)
         await across(services, queries, rng)
         try:
             await services.mongo.drop_database(settings.mongo_db_name)
@@ -178,9 +185,12 @@ async def across(services: Any, queries: list[str], rng: random.Random) -> None:
     print(f"  ratio, search / raw: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
 
 
-def report(load_s: float, example: dict[str, Any], raw_ms: list[float], search_ms: list[float]) -> None:
+def report(
+    load_s: float, example: dict[str, Any], raw_ms: list[float], search_ms: list[float], bare_ms: list[float]
+) -> None:
     raw_p50, raw_p99 = quantiles(raw_ms)
     p50, p99 = quantiles(search_ms)
+    bare_p50, bare_p99 = quantiles(bare_ms)
     print(
         f"\n{ENTRIES:,} archived entries across {THREADS:,} threads, loaded in {load_s:.0f} s "
         f"({ENTRIES / load_s:,.0f} entries/s, bulk of {BULK:,})"
@@ -189,6 +199,8 @@ def report(load_s: float, example: dict[str, Any], raw_ms: list[float], search_m
     print(f"  {'raw MongoDB candidate query':40} p50 {raw_p50:8.2f} ms   p99 {raw_p99:8.2f} ms")
     print(f"  {'memlog search (query, match, rank, neighbours)':40} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms")
     print(f"  ratio, search / raw: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
+    print(f"  {'memlog search without neighbours':40} p50 {bare_p50:8.2f} ms   p99 {bare_p99:8.2f} ms")
+    print(f"  ratio, search without neighbours / raw: p50 {bare_p50 / raw_p50:.2f}, p99 {bare_p99 / raw_p99:.2f}")
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ class Conversations:
         nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
         if radius:
             for ref, seqs in by_conversation.items():
-                for seq, found in (await self.store.neighbours(ref, seqs, radius, snapshot)).items():
+                for seq, found in (await self.store.neighbours(ref, seqs, radius, snapshot, candidates)).items():
                     nearby[(ref, seq)] = found
         results = []
         for hit in hits:

@@ -98,7 +98,7 @@ class CrossSearch:
         hits = rank(query, candidates, after=after, limit=limit + 1, key=across_key)
         more = len(hits) > limit
         hits = hits[:limit]
-        nearby = await self._neighbours(hits, radius, marks, scope, agent) if radius else {}
+        nearby = await self._neighbours(hits, radius, marks, scope, agent, found) if radius else {}
         results = []
         for hit in hits:
             item = _brief(hit.entry, hit.found.at, marks)
@@ -133,7 +133,7 @@ class CrossSearch:
         return marks
 
     async def _neighbours(
-        self, hits: list[Hit], radius: int, marks: Marks, scope: Scope, agent: str | None
+        self, hits: list[Hit], radius: int, marks: Marks, scope: Scope, agent: str | None, found: list[Entry]
     ) -> dict[tuple[ConversationRef, int], list[Entry]]:
         """Entries either side of each hit in its conversation, in the run's snapshot and scope; for an
         agent, only those it took part in."""
@@ -148,13 +148,14 @@ class CrossSearch:
                     [e.seq for e in by_conversation[ref]],
                     radius,
                     marks.get(partition_of(by_conversation[ref][0]), -1),
+                    found,
                 )
                 for ref in refs
             )
         )
         nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
-        for ref, found in zip(refs, reads, strict=True):
-            for seq, near in found.items():
+        for ref, read in zip(refs, reads, strict=True):
+            for seq, near in read.items():
                 nearby[(ref, seq)] = [
                     n for n in near if visible(n, marks, scope) and (agent is None or n.agent == agent)
                 ]

@@ -101,6 +101,7 @@ class Entry:
     archives: tuple[str, ...] = ()  # the archived generations it belongs to
     forked_from: str | None = None
     terms: tuple[str, ...] = ()
+    n: int | None = field(default=None, compare=False)  # its place in its conversation (projections/places)
 
     def provenance(self, snapshot: int = NEVER - 1) -> Provenance:
         if self.reset_at <= snapshot:

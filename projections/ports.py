@@ -257,9 +257,11 @@ class ConversationArchive(Protocol):
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]: ...
 
     async def neighbours(
-        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, known: Sequence[Entry] = ()
     ) -> dict[int, list[Entry]]:
-        """Up to `radius` entries either side of each of the conversation's `seqs`, in order."""
+        """Up to `radius` entries either side of each of the conversation's `seqs`, in order, without
+        their originals. `known`: entries of the archive the caller already read (any conversation), a
+        hint that may save reads; the answer is the same with or without it."""
         ...
 
     async def erase_subject(self, tenant: str, subject: str) -> int: ...

@@ -273,9 +273,17 @@ class InMemoryConversationArchive:
         ]
 
     async def neighbours(
-        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int
+        self,
+        ref: ConversationRef,
+        seqs: list[int],
+        radius: int,
+        snapshot: int,
+        known: Sequence[Entry] = (),  # noqa: ARG002 - a hint for stores that read; this one holds all
     ) -> dict[int, list[Entry]]:
-        ordered = sorted((e for e in self._entries.values() if e.ref == ref and e.seq <= snapshot), key=lambda e: e.seq)
+        ordered = sorted(
+            (replace(e, original=None) for e in self._entries.values() if e.ref == ref and e.seq <= snapshot),
+            key=lambda e: e.seq,
+        )
         return neighbours_of(ordered, seqs, radius)
 
     async def erase_subject(self, tenant: str, subject: str) -> int:

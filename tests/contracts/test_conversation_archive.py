@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -228,6 +229,52 @@ class ConversationArchiveContract:
         assert await archive.erase_subject("castle", "ann") == 3
         assert await archive.export_subject("castle", "ann") == []
 
+    async def test_neighbours_are_the_same_with_or_without_what_the_caller_holds(
+        self, archive: ConversationArchive
+    ) -> None:
+        """Entries either side of each seq, within the conversation, up to the radius and the snapshot;
+        a search's candidates passed as `known` (any subset, any conversation) change nothing."""
+        log = Log()
+        for n in range(12):
+            await _apply(archive, log.exchange(n, f"main {n}", f"reply {n}"))
+            await _apply(archive, log.exchange(100 + n, f"side {n}", "r", conversation="side"))
+        every = await archive.entries(MAIN, scope="history", snapshot=1_000)
+        side = await archive.entries(replace_conv("side"), scope="history", snapshot=1_000)
+        seqs = [every[1].seq, every[9].seq, every[16].seq]
+        snapshot = every[20].seq
+        for radius in (1, 2, 3):
+            plain = await archive.neighbours(MAIN, seqs, radius, snapshot)
+            hits_only = [every[1], every[9], every[16]]
+            for known in ([], every[::3], every[::2] + side, every, side, [every[0], every[23]], hits_only):
+                assert await archive.neighbours(MAIN, seqs, radius, snapshot, known) == plain
+            assert [e.seq for e in plain[every[1].seq]] == [e.seq for e in [*every[:1], *every[2 : 2 + radius]]]
+            assert [e.seq for e in plain[every[16].seq]] == [
+                e.seq for e in [*every[16 - radius : 16], *every[17 : 17 + radius]]
+            ]
+            assert all(e.original is None and e.ref == MAIN for near in plain.values() for e in near)
+        edge = await archive.neighbours(MAIN, [every[20].seq], 2, snapshot, every)
+        assert [e.seq for e in edge[every[20].seq]] == [every[18].seq, every[19].seq]  # nothing past the snapshot
+        last = await archive.neighbours(MAIN, [every[-1].seq], 1, 1_000, every)
+        assert [e.seq for e in last[every[-1].seq]] == [every[-2].seq]
+        # a renamed conversation's entries and a fork's copies have the same neighbours with or without a hint
+        await _apply(archive, log.add(ThreadRenamed(_env(), "side", "moved")))
+        await _apply(archive, log.exchange(200, "moved on", "yes", conversation="moved"))
+        await _apply(archive, log.add(ThreadForked(_env(), "main", "copy", 3)))
+        await _apply(archive, log.exchange(300, "copied on", "yes", conversation="copy"))
+        for name in ("moved", "copy"):
+            ref = replace_conv(name)
+            held = await archive.entries(ref, scope="history", snapshot=10_000)
+            chosen = [held[0].seq, held[len(held) // 2].seq, held[-1].seq]
+            for radius in (1, 2):
+                plain = await archive.neighbours(ref, chosen, radius, 10_000)
+                assert await archive.neighbours(ref, chosen, radius, 10_000, held) == plain
+                assert await archive.neighbours(ref, chosen, radius, 10_000, held + every) == plain
+                middle = len(held) // 2
+                assert plain[chosen[1]] == [
+                    replace(e, original=None)
+                    for e in [*held[middle - radius : middle], *held[middle + 1 : middle + 1 + radius]]
+                ]
+
 
 def replace_conv(conversation: str) -> ConversationRef:
     return ConversationRef("castle", "session", "ann", conversation)
@@ -269,6 +316,34 @@ async def test_the_legacy_raw_copy_is_dropped_and_erased(settings: Settings) -> 
         )
         assert await store.erase_subject("castle", "ann") == 1
         assert await database["archive"].count_documents({}) == 1
+    finally:
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()
+
+
+async def test_a_hole_in_the_places_never_shows_the_wrong_neighbour(settings: Settings) -> None:
+    """An entry gone from the middle of a conversation (one asker of a shared thread erased): its
+    neighbours are the entries either side of the hole, as the range read finds them."""
+    client = mongo_client(settings.mongo)
+    store = MongoConversationArchive(client[settings.mongo_db_name])
+    try:
+        await store.prepare()
+        log = Log()
+        for n in range(6):
+            await _apply(store, log.exchange(n, f"q {n}", f"a {n}"))
+        every = await store.entries(MAIN, scope="history", snapshot=1_000)
+        assert [e.n for e in every] == list(range(12))
+        await client[settings.mongo_db_name]["entries"].delete_one({"_id": every[5].store_id})
+        rest = [e for e in every if e.seq != every[5].seq]
+        near = await store.neighbours(MAIN, [every[4].seq, every[6].seq], 1, 1_000, rest)
+        assert [e.seq for e in near[every[4].seq]] == [every[3].seq, every[6].seq]
+        assert [e.seq for e in near[every[6].seq]] == [every[4].seq, every[7].seq]
+        batch = log.exchange(9, "q 9", "a 9")
+        await _apply(store, batch)
+        await _apply(store, batch)  # redelivered: no new place
+        await _apply(store, log.exchange(10, "q 10", "a 10"))
+        later = await store.entries(MAIN, scope="history", snapshot=1_000)
+        assert [e.n for e in later][-5:] == [11, 12, 13, 14, 15]
     finally:
         await client.drop_database(settings.mongo_db_name)
         await client.close()
