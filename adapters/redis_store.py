@@ -90,7 +90,7 @@ ASKER_FIELD = "ask:"  # + the subject: someone who has had lines in a shared thr
 
 
 class RedisSessionStore:
-    """Threads under `<prefix>:{<thread identity>}:h|x|o` (head, exchanges, order), the subject's
+    """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v` (head, exchanges, order, ready context), the subject's
     shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
