@@ -64,6 +64,7 @@ async def run(settings: Settings) -> None:
                     else None
                 )
                 over_http = await latencies(lambda url=url: http.get(url), READS)  # type: ignore[misc]
+                http_floor = await latencies(lambda: http.get("/healthz"), READS)
                 etag = response.headers.get("etag")
                 cached = (
                     await latencies(
@@ -78,6 +79,7 @@ async def run(settings: Settings) -> None:
                 report("store read, decoded session", store, floor)
                 if ready is not None:
                     report("store read, ready form", ready, floor)
+                report("an HTTP round trip to the API (GET /healthz)", http_floor, floor)
                 report("context read over the HTTP API", over_http, floor)
                 if cached is not None:
                     report("... with If-None-Match (304)", cached, floor)
