@@ -50,6 +50,8 @@ async def run(settings: Settings) -> None:
                 assert last is not None
                 url = f"/v1/tenants/bench/subjects/{subject}/context"
                 response = await http.get(url, params={"after": last.position.token()})
+                while response.status_code == 503:  # the worker is still catching up
+                    response = await http.get(url, params={"after": last.position.token()})
                 response.raise_for_status()
                 body = response.content
                 key = ThreadKey.session("bench", subject)
