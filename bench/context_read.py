@@ -1,7 +1,8 @@
 """Benchmark: a context read next to a raw Redis GET of the same bytes, for a 20- and a 100-exchange session.
 
 Prints p50 / p99 of: a raw Redis GET of the context's JSON (the floor), the session store's read
-(the decoded session; and the ready form, where the store keeps one), the context read over the HTTP
+(the decoded session; and the ready form, where the store keeps one), the evidence join every read
+makes (one query of the trace store for the runs that served the exchanges), the context read over the HTTP
 API, and the same read with `If-None-Match` (a 304). Ratios are to the floor of the same run.
 No assertions: shared machines are noisy.
 """
@@ -17,8 +18,9 @@ import redis.asyncio as aioredis
 from bench.projection import latencies, on_local_stack
 from bench.threads import exchange
 from config.settings import Settings
+from memlog.api.models import Context
 from memlog.processes import start_api, start_worker
-from memlog.services import open_services
+from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from streams.topics import ensure_topics
 
@@ -30,6 +32,13 @@ SIZES = (20, 100)
 def report(label: str, sample: tuple[float, float], floor: tuple[float, float] | None = None) -> None:
     ratio = f"   x{sample[0] / floor[0]:5.1f} (p50)  x{sample[1] / floor[1]:5.1f} (p99)" if floor else ""
     print(f"  {label:48} p50 {sample[0]:7.3f} ms   p99 {sample[1]:7.3f} ms{ratio}")
+
+
+async def slow_read(services: Services, subject: str) -> bytes:
+    """The context read as it is made without the ready context: the session decoded, rendered, its
+    evidence joined, validated and serialised by the model (in process, no HTTP)."""
+    thread = await services.contexts.session("bench", subject, question=None, agent=None, after=None, wait=None)
+    return Context.of(thread).model_dump_json().encode()
 
 
 async def run(settings: Settings) -> None:
@@ -65,6 +74,12 @@ async def run(settings: Settings) -> None:
                     if ready_read
                     else None
                 )
+                ids = [str(view["exchange_id"]) for view in response.json()["exchanges"]]
+                join = await latencies(
+                    lambda subject=subject, ids=ids: services.evidence.runs("bench", "session", subject, ids),  # type: ignore[misc]
+                    READS,
+                )
+                recomputed = await latencies(lambda subject=subject: slow_read(services, subject), READS)  # type: ignore[misc]
                 over_http = await latencies(lambda url=url: http.get(url), READS)  # type: ignore[misc]
                 http_floor = await latencies(lambda: http.get("/healthz"), READS)
                 etag = response.headers.get("etag")
@@ -81,6 +96,8 @@ async def run(settings: Settings) -> None:
                 report("store read, decoded session", store, floor)
                 if ready is not None:
                     report("store read, ready form", ready, floor)
+                report("evidence: the traces' runs of its exchanges", join, floor)
+                report("the read recomputed in process (no ready context)", recomputed, floor)
                 report("an HTTP round trip to the API (GET /healthz)", http_floor, floor)
                 report("context read over the HTTP API", over_http, floor)
                 if cached is not None:
