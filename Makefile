@@ -64,6 +64,7 @@ test-fast: $(STAMP) ## the suite without the slow crash-recovery scenario
 bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the local stack
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.projection
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.threads
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.context_read
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.recall
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.traces
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.replay

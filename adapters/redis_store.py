@@ -19,8 +19,10 @@ from redis.exceptions import (
     TryAgainError,
 )
 
+from adapters.redis_scripts import ADVANCE, ERASE_LINES, STORE_READY, WRITE_THREAD
 from projections.folded import Folded
 from projections.position import Position
+from projections.ready import READY_FORMAT, ReadyThread, exchange_fragments, join_fragments, thread_version
 from projections.session import (
     Exchange,
     Loaded,
@@ -33,130 +35,6 @@ from projections.session import (
 )
 from schemas.errors import StoreRefused, StoreUnavailable
 from schemas.events import SESSION_THREAD
-
-# KEYS: head, exchanges (hash id -> JSON), order (list of ids)
-# ARGV: now ms, then a JSON array of the thread's changes in log order, each an array of strings:
-#   offset, exchange id ('' for none), exchange JSON, token delta, last question ms, expires-at ms,
-#   reset ('1'/'0'), summary flag ('1' when the summary changes), summary, summary tokens, count delta,
-#   an array of the ids of exchanges to remove, the asker of a shared thread's line ('' for none), the
-#   head field of a shared thread's summary part ('' for none) and its JSON ('' drops it), and with a
-#   new summary what it folded away (JSON, head field `folded`; '' drops it);
-#   then '1' for a shared thread.
-# Each change applies atomically with its position, and only past the thread's position. Replies: one
-# flag per change (1 applied, or expired so not written; 0 applied already), and for a shared thread
-# its expiry (PEXPIRETIME) and everyone who has had lines in it (head fields `ask:<subject>`), whose
-# lines indexes must live as long as it does. One call per thread and batch.
-_WRITE_THREAD = """
-local now = tonumber(ARGV[1])
-local changes = cjson.decode(ARGV[2])
-local replies = {}
-local expire_at = nil
-for n = 1, #changes do
-  local c = changes[n]
-  local offset = tonumber(c[1])
-  local pos = redis.call('HGET', KEYS[1], 'pos')
-  if pos and tonumber(pos) >= offset then
-    replies[n] = 0
-  else
-    replies[n] = 1
-    if tonumber(c[6]) > now then
-      if c[7] == '1' then
-        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-      end
-      for _, gone in ipairs(c[12]) do
-        redis.call('HDEL', KEYS[2], gone)
-        redis.call('LREM', KEYS[3], 1, gone)
-      end
-      if c[2] ~= '' then
-        if redis.call('HEXISTS', KEYS[2], c[2]) == 0 then
-          redis.call('RPUSH', KEYS[3], c[2])
-        end
-        redis.call('HSET', KEYS[2], c[2], c[3])
-      end
-      if c[8] == '1' then
-        redis.call('HSET', KEYS[1], 'summary', c[9], 'stokens', c[10])
-        if c[16] == '' then
-          redis.call('HDEL', KEYS[1], 'folded')
-        else
-          redis.call('HSET', KEYS[1], 'folded', c[16])
-        end
-      end
-      if c[14] ~= '' then
-        if c[15] == '' then
-          redis.call('HDEL', KEYS[1], c[14])
-        else
-          redis.call('HSET', KEYS[1], c[14], c[15])
-        end
-      end
-      if c[13] ~= '' then
-        redis.call('HSET', KEYS[1], 'ask:' .. c[13], '1')
-      end
-      redis.call('HINCRBY', KEYS[1], 'tokens', c[4])
-      redis.call('HINCRBY', KEYS[1], 'count', c[11])
-      redis.call('HSET', KEYS[1], 'pos', c[1], 'last_q', c[5])
-      expire_at = c[6]
-    end
-  end
-end
-if expire_at then
-  for i = 1, 3 do
-    redis.call('PEXPIREAT', KEYS[i], expire_at)
-  end
-end
-if ARGV[3] ~= '1' then
-  return {replies, -2, {}}
-end
-local askers = {}
-for _, name in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if string.sub(name, 1, 4) == 'ask:' then
-    askers[#askers + 1] = string.sub(name, 5)
-  end
-end
-return {replies, redis.call('PEXPIRETIME', KEYS[1]), askers}
-"""
-
-# KEYS: checkpoints; ARGV: partition, offset
-_ADVANCE = """
-local applied = redis.call('HGET', KEYS[1], ARGV[1])
-if (not applied) or tonumber(applied) < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-end
-return 1
-"""
-
-
-# KEYS: head, exchanges, order; ARGV: subject. Removes the subject's exchanges and their part of the
-# summary from a shared thread; replies {lines, parts} removed.
-_ERASE_LINES = """
-local removed = 0
-local tokens = 0
-local all = redis.call('HGETALL', KEYS[2])
-for i = 1, #all, 2 do
-  local ok, ex = pcall(cjson.decode, all[i + 1])
-  if ok and ex['subject'] == ARGV[1] then
-    redis.call('HDEL', KEYS[2], all[i])
-    redis.call('LREM', KEYS[3], 0, all[i])
-    removed = removed + 1
-    tokens = tokens + (tonumber(ex['tokens']) or 0)
-  end
-end
-local parts = 0
-local part = redis.call('HGET', KEYS[1], 'seg:' .. ARGV[1])
-if part then
-  local ok, seg = pcall(cjson.decode, part)
-  tokens = tokens + ((ok and tonumber(seg['tokens'])) or 0)
-  redis.call('HDEL', KEYS[1], 'seg:' .. ARGV[1])
-  parts = 1
-end
-redis.call('HDEL', KEYS[1], 'ask:' .. ARGV[1])
-if (removed > 0 or parts > 0) and redis.call('EXISTS', KEYS[1]) == 1 then
-  -- 0 - n, not -n: Lua writes -0 as "-0", which HINCRBY refuses
-  redis.call('HINCRBY', KEYS[1], 'tokens', 0 - tokens)
-  redis.call('HINCRBY', KEYS[1], 'count', 0 - removed)
-end
-return {removed, parts}
-"""
-
 
 # Replies that say the server cannot take writes for now, not that this write is wrong.
 _REDIS_OUTAGES = (ReadOnlyError, ClusterDownError, TryAgainError, OutOfMemoryError, BusyLoadingError)
@@ -212,7 +90,7 @@ ASKER_FIELD = "ask:"  # + the subject: someone who has had lines in a shared thr
 
 
 class RedisSessionStore:
-    """Threads under `<prefix>:{<thread identity>}:h|x|o` (head, exchanges, order), the subject's
+    """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v` (head, exchanges, order, ready context), the subject's
     shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
@@ -223,14 +101,16 @@ class RedisSessionStore:
     def __init__(self, client: aioredis.Redis, prefix: str) -> None:
         self._redis = client
         self._prefix = prefix
-        self._write_thread = client.register_script(_WRITE_THREAD)
-        self._advance = client.register_script(_ADVANCE)
-        self._erase_lines = client.register_script(_ERASE_LINES)
+        self._write_thread = client.register_script(WRITE_THREAD)
+        self._advance = client.register_script(ADVANCE)
+        self._erase_lines = client.register_script(ERASE_LINES)
+        self._store_ready = client.register_script(STORE_READY)
         self._cluster = isinstance(client, RedisCluster)  # runs no script inside a pipeline
 
-    def _keys(self, key: ThreadKey) -> tuple[str, str, str]:
+    def _keys(self, key: ThreadKey) -> tuple[str, str, str, str, str, str]:
+        """Head, exchanges, order, and the ready context: its lengths, texts and views."""
         base = thread_base(self._prefix, key)
-        return f"{base}:h", f"{base}:x", f"{base}:o"
+        return f"{base}:h", f"{base}:x", f"{base}:o", f"{base}:r", f"{base}:t", f"{base}:v"
 
     def _checkpoints(self, topic: str) -> str:
         return f"{self._prefix}:applied:{topic}"
@@ -308,7 +188,10 @@ class RedisSessionStore:
         changes = json.dumps(
             [_change_args(writes[index]) for index in indexes], separators=(",", ":"), ensure_ascii=False
         )
-        return [now_ms, changes, "0" if key.thread == SESSION_THREAD else "1"]
+        args: list[Any] = [now_ms, changes, "0" if key.thread == SESSION_THREAD else "1", READY_FORMAT]
+        for index in indexes:
+            args.extend(_fragments(writes[index]))
+        return args
 
     def _keep_all_indexes(self, pipe: Any, by_thread: dict[ThreadKey, list[int]], replies: list[Any]) -> None:
         for key, reply in zip(by_thread, replies[: len(by_thread)], strict=True):
@@ -351,7 +234,12 @@ class RedisSessionStore:
             pipe.pexpireat(index, expires_at, gt=True)
 
     async def read(self, key: ThreadKey) -> Session | None:
-        head_key, ex_key, order_key = self._keys(key)
+        found = await self._read(key)
+        return None if found is None else found[1]
+
+    async def _read(self, key: ThreadKey) -> tuple[dict[str, str], Session] | None:
+        """The head's fields as stored, and the session."""
+        head_key, ex_key, order_key = self._keys(key)[:3]
         with redis_errors():
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.hgetall(head_key)
@@ -361,10 +249,58 @@ class RedisSessionStore:
         if not raw_head:
             return None
         exchanges = {_text(k): v for k, v in raw_exchanges.items()}
-        return Session(
-            head=_head(raw_head),
+        fields = {_text(k): _text(v) for k, v in raw_head.items()}
+        return fields, Session(
+            head=_head(fields),
             exchanges=tuple(Exchange.from_json(exchanges[_text(i)]) for i in order if _text(i) in exchanges),
         )
+
+    async def read_ready(self, key: ThreadKey) -> ReadyThread | None:
+        """One MULTI: the head and the ready context, served as stored when it is current (made in this
+        format at the head's position, holding as many exchanges as the order); otherwise the thread
+        is read from its exchanges and its ready context stored for the next read."""
+        head_key, _, order_key, ready_key, texts_key, views_key = self._keys(key)
+        with redis_errors():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hgetall(head_key)
+                pipe.hmget(ready_key, ["fmt", "pos", "n"])
+                pipe.get(texts_key)
+                pipe.get(views_key)
+                pipe.lrange(order_key, 0, -1)
+                raw_head, (fmt, pos, held), texts, views, order = await pipe.execute()
+        if not raw_head:
+            return None
+        fields = {_text(k): _text(v) for k, v in raw_head.items()}
+        if (
+            fmt is not None
+            and fmt.decode() == READY_FORMAT
+            and pos is not None
+            and pos.decode() == fields.get("pos")
+            and held is not None
+            and int(held) == len(order)
+        ):
+            ids = tuple(_text(exchange_id) for exchange_id in order)
+            return ReadyThread.of(key, _head(fields), _version(fields), ids, texts or b"", views or b"")
+        return await self._ready_from_exchanges(key)
+
+    async def _ready_from_exchanges(self, key: ThreadKey) -> ReadyThread | None:
+        found = await self._read(key)
+        if found is None:
+            return None
+        fields, session = found
+        fragments = [exchange_fragments(exchange) for exchange in session.exchanges]
+        texts, views = join_fragments(fragments)
+        lengths: list[Any] = []
+        for exchange, (text, view) in zip(session.exchanges, fragments, strict=True):
+            lengths += [exchange.exchange_id, f"{len(text)}:{len(view)}"]
+        head_key, _, order_key, *ready_keys = self._keys(key)
+        with redis_errors():
+            await self._store_ready(
+                keys=[head_key, order_key, *ready_keys],
+                args=[READY_FORMAT, fields.get("pos", ""), fields.get("ver", "0"), texts, views, *lengths],
+            )
+        ids = tuple(exchange.exchange_id for exchange in session.exchanges)
+        return ReadyThread.of(key, session.head, _version(fields), ids, texts, views)
 
     async def drop(self, key: ThreadKey) -> None:
         with redis_errors():
@@ -430,6 +366,16 @@ def _change_args(write: SessionWrite) -> list[Any]:
         segment_value,
         "" if change.folded is None else json.dumps(change.folded.to_json()),
     ]
+
+
+def _fragments(write: SessionWrite) -> tuple[bytes, bytes]:
+    """The ready context's fragments of the exchange a write upserts (none: empty)."""
+    exchange = write.change.exchange if write.change is not None else None
+    return (b"", b"") if exchange is None else exchange_fragments(exchange)
+
+
+def _version(fields: dict[str, str]) -> str:
+    return thread_version(int(fields.get("pos", -1)), int(fields.get("ver", 0)))
 
 
 def _head(raw: dict[Any, Any]) -> SessionHead:

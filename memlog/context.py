@@ -8,10 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapters.summarizers import SummarizerFailed
-from memlog.evidence import Evidence
-from memlog.memory import Memory, RecallPage, recalled_view
+from memlog.evidence import Evidence, without_evidence
+from memlog.memory import Memory, recalled_view
 from memlog.positions import Positions
 from projections.ports import SessionStore
+from projections.ready import ReadyThread, etag
 from projections.recall import render
 from projections.session import Session, ThreadKey, ThreadPolicy
 from schemas.events import SESSION_THREAD, check_name
@@ -19,6 +20,8 @@ from streams.folds import FoldService
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+EMPTY = ReadyThread.of_session(ThreadKey("", SESSION_THREAD, ""), Session(), "none")  # a thread with nothing in it
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,29 @@ class ThreadContext:
     facts: list[dict[str, Any]] = field(default_factory=list)  # the facts that bear on the question
     rendered_facts: str = ""
     summary_notice: dict[str, Any] | None = None  # the summary's loss notice; None with no fold recorded
+
+
+@dataclass(frozen=True)
+class ReadyContext:
+    """A context read served from the thread's ready context (issue 16): the same content as a
+    ThreadContext, with the exchanges and the rendered text as JSON already."""
+
+    tenant: str
+    subject: str | None
+    thread: str
+    owner: str
+    ready: ReadyThread
+    exchanges_json: bytes  # the ready views with their evidence (seed 004)
+    summary_notice: dict[str, Any] | None  # as ThreadContext's
+    fold_at_tokens: int
+    tokens_to_fold: int
+    exchanges_to_fold: int
+    state: str  # names the thread's state in its namespace: with the facts, it makes the ETag
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    rendered_facts: str = ""
+
+    def etag(self, facts_json: bytes) -> str:
+        return etag(self.state, self.rendered_facts, facts_json)
 
 
 class ContextReads:
@@ -59,8 +85,10 @@ class ContextReads:
         policy: ThreadPolicy,
         metrics: Metrics | None,
         evidence: Evidence | None = None,
+        namespace: str = "",
     ) -> None:
         self._evidence = evidence
+        self._namespace = namespace  # in the ETag: another namespace's thread may stand at the same position
         self._sessions = sessions
         self._folds = folds
         self._memory = memory
@@ -86,22 +114,105 @@ class ContextReads:
             check_name("agent", agent)
         started = time.perf_counter()
         thread = await self.thread(key, after=after, wait=wait)
+        facts, rendered_facts = await self._recall(key, question, agent, fill)
+        if self._metrics is not None:
+            self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
+        return replace(thread, facts=facts, rendered_facts=rendered_facts)
+
+    async def _recall(
+        self, key: ThreadKey, question: str | None, agent: str | None, fill: bool
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The facts' views and their rendered lines."""
+        if not fill and not (question or "").strip():
+            return [], ""  # nothing asked: nothing bears on it, and no store is read for it
         recalling = time.perf_counter()
         # seed 003: an agent recalls its own facts and the shared ones; a read naming no agent, the shared only
-        asked = bool((question or "").strip())
-        found = (
-            await self._memory.recall(key.tenant, subject, question or "", agent, shared_only=agent is None, fill=fill)
-            if asked or fill
-            else RecallPage([])  # nothing asked: nothing bears on it, and no store is read for it
+        found = await self._memory.recall(
+            key.tenant, key.owner, question or "", agent, shared_only=agent is None, fill=fill
         )
         if self._metrics is not None:
             self._metrics.recall_seconds.observe(time.perf_counter() - recalling)
+        return [recalled_view(hit) for hit in found.hits], render(found.hits)
+
+    async def ready_session(
+        self,
+        tenant: str,
+        subject: str,
+        *,
+        question: str | None,
+        agent: str | None,
+        after: str | None,
+        wait: float | None,
+        fill: bool = False,
+    ) -> ReadyContext:
+        """`session`, served from the thread's ready context."""
+        key = ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject))
+        if agent is not None:
+            check_name("agent", agent)
+        started = time.perf_counter()
+        thread = await self.ready_thread(key, after=after, wait=wait)
+        facts, rendered_facts = await self._recall(key, question, agent, fill)
+        if self._metrics is not None:
             self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
-        return replace(
-            thread,
-            facts=[recalled_view(hit) for hit in found.hits],
-            rendered_facts=render(found.hits) if asked or fill else "",
+        return replace(thread, facts=facts, rendered_facts=rendered_facts)
+
+    async def ready_public(self, tenant: str, *, after: str | None, wait: float | None) -> ReadyContext:
+        return await self.ready_thread(ThreadKey.public(check_name("tenant", tenant)), after=after, wait=wait)
+
+    async def ready_automation(self, tenant: str, agent: str, *, after: str | None, wait: float | None) -> ReadyContext:
+        key = ThreadKey.automation(check_name("tenant", tenant), check_name("agent", agent))
+        return await self.ready_thread(key, after=after, wait=wait)
+
+    async def ready_thread(self, key: ThreadKey, *, after: str | None, wait: float | None) -> ReadyContext:
+        """`thread`, from the ready context: one round trip where the thread keeps it current."""
+        await self._positions.wait_all(after, wait)
+        ready = await self._sessions.read_ready(key)
+        if ready is not None and ready.head.tokens > self._policy.urgent_tokens and await self._fold_urgently(key):
+            ready = await self._sessions.read_ready(key)
+        ready = ready or EMPTY
+        head = ready.head
+        exchanges, evidence = await self._ready_evidence(key, ready)
+        notice = head.notice(key)
+        return ReadyContext(
+            tenant=key.tenant,
+            subject=key.owner if key.thread == SESSION_THREAD else None,
+            thread=key.thread,
+            owner=key.owner,
+            ready=ready,
+            exchanges_json=exchanges,
+            summary_notice=None if notice is None else notice.view(),
+            fold_at_tokens=self._policy.fold_tokens,
+            tokens_to_fold=max(0, self._policy.fold_tokens - head.tokens),
+            exchanges_to_fold=max(0, self._policy.fold_exchanges - head.count),
+            state=etag(
+                self._namespace,
+                *key,
+                ready.version,
+                str(self._policy.fold_tokens),
+                str(self._policy.fold_exchanges),
+                evidence,
+            ),
         )
+
+    async def _ready_evidence(self, key: ThreadKey, ready: ReadyThread) -> tuple[bytes, bytes]:
+        """The exchanges' JSON with their evidence, and what the evidence added to the stored views
+        (empty when nothing: no run names them and every call has answered; the ETag counts it)."""
+        if self._evidence is None:  # as `thread` without evidence: the model's defaults
+            return without_evidence(ready.exchanges_json), b""
+        spliced = await self._evidence.ready_exchanges(key.tenant, key.thread, key.owner, ready)
+        return (ready.exchanges_json, b"") if spliced is None else (spliced, spliced)
+
+    async def _fold_urgently(self, key: ThreadKey) -> bool:
+        """seed 000: "Only a session past 42 000 tokens folds before the answer." True once it has."""
+        try:
+            folded = await self._folds.fold(key, urgent=True)
+        except SummarizerFailed as exc:
+            log.warning("urgent fold of %s failed; serving it unfolded: %s", key, exc)
+            return False
+        if folded is None:
+            return False
+        await self._positions.wait(folded)
+        return True
 
     async def public(self, tenant: str, *, after: str | None, wait: float | None) -> ThreadContext:
         return await self.thread(ThreadKey.public(check_name("tenant", tenant)), after=after, wait=wait)
@@ -114,16 +225,8 @@ class ContextReads:
         """Any thread as it stands once `after` is applied; past the urgent threshold it folds first."""
         await self._positions.wait_all(after, wait)
         session = await self._sessions.read(key)
-        if session is not None and session.head.tokens > self._policy.urgent_tokens:
-            # seed 000: "Only a session past 42 000 tokens folds before the answer."
-            try:
-                folded = await self._folds.fold(key, urgent=True)
-            except SummarizerFailed as exc:
-                log.warning("urgent fold of %s failed; serving it unfolded: %s", key, exc)
-                folded = None
-            if folded is not None:
-                await self._positions.wait(folded)
-                session = await self._sessions.read(key)
+        if session is not None and session.head.tokens > self._policy.urgent_tokens and await self._fold_urgently(key):
+            session = await self._sessions.read(key)
         session = session or Session()
         head = session.head
         notice = head.notice(key)

@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic_core import from_json, to_json
+
 from projections.archives import thread_ref
 from projections.evidence import CallKey, latest_runs, link_entry, with_evidence
 from projections.ports import TraceStore
+from projections.ready import UNANSWERED, ReadyThread
 from schemas.events import now_ms
 
 
@@ -37,6 +40,17 @@ class Evidence:
         now = now_ms()
         return [with_evidence(view, runs, now_ms=now, timeout_ms=self._timeout_ms) for view in views]
 
+    async def ready_exchanges(self, tenant: str, thread: str, owner: str, ready: ReadyThread) -> bytes | None:
+        """A ready thread's exchanges' JSON as `exchanges` makes their views, or None when it is the stored
+        JSON as it is: no run names any of them, and no call is unanswered (whose status is the clock's).
+        The runs are read on every read (a run may be traced, or its trace expire, at any time)."""
+        runs = await self.runs(tenant, thread, owner, ready.exchange_ids)
+        if not runs and UNANSWERED not in ready.exchanges_json:
+            return None
+        now = now_ms()
+        views = from_json(ready.exchanges_json)
+        return to_json([with_evidence(view, runs, now_ms=now, timeout_ms=self._timeout_ms) for view in views])
+
     async def entries(self, tenant: str, items: list[dict[str, Any]]) -> None:
         """Archive entry views (with their `neighbours`, if any), of any threads of the tenant: each tool
         entry gets the `run_id` of the run that served its call (None: none did, or its trace expired)."""
@@ -51,3 +65,12 @@ class Evidence:
             runs = latest_runs(await self._traces.served(tenant, ref, ids, now)) if ids else {}
             for entry in tools:
                 link_entry(entry, runs)
+
+
+def without_evidence(exchanges_json: bytes) -> bytes:
+    """Ready views as a read with no evidence serves them: every call `ok` with no run (the defaults)."""
+    views = from_json(exchanges_json)
+    for view in views:
+        view["tool_calls"] = [{**call, "status": "ok", "run_id": None} for call in view["tool_calls"]]
+        view["run_id"] = None
+    return to_json(views)

@@ -254,6 +254,7 @@ class Services:
                 self.settings.thread_policy(),
                 self.metrics,
                 self.evidence,
+                namespace=self.current.namespace,
             ),
         )
 

@@ -31,6 +31,9 @@ class Difference:
         return f"{self.where} {self.key}: {self.problem}"
 
 
+READY_KEYS = ("}:r", "}:t", "}:v")  # adapters.redis_store: a thread's ready context
+
+
 async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     with redis_errors():
@@ -38,9 +41,13 @@ async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
             key = raw.decode()
             if key.startswith(f"{prefix}:idem:"):
                 continue  # the API's idempotency claims: requests, not a projection of the log
+            if key.endswith(READY_KEYS):
+                continue  # a thread's ready context: made from its exchanges, kept or made afresh by a read
             kind = (await client.type(raw)).decode()
             if kind == "hash":
                 value: Any = dict(sorted((await client.hgetall(raw)).items()))  # type: ignore[misc]
+                if key.endswith("}:h"):
+                    value.pop(b"ver", None)  # counts erasures of lines, which a rebuild never saw
             elif kind == "list":
                 value = await client.lrange(raw, 0, -1)  # type: ignore[misc]
             elif kind == "string":

@@ -16,6 +16,7 @@ from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, E
 from projections.facts import SubjectFacts
 from projections.namespaces import NamespaceEntry
 from projections.position import Position
+from projections.ready import ReadyThread
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 
 __all__ = [
@@ -77,6 +78,12 @@ class SessionStore(Checkpoints, Protocol):
 
     async def read(self, key: ThreadKey) -> Session | None:
         """The whole session as one consistent snapshot, None when there is none."""
+        ...
+
+    async def read_ready(self, key: ThreadKey) -> ReadyThread | None:
+        """The thread as a context read serves it (`projections/ready.py`), None when there is none: the
+        same content as `ReadyThread.of_session(read(key), ...)`, in one round trip where it is kept ready.
+        Its `version` changes whenever the content does."""
         ...
 
     async def drop(self, key: ThreadKey) -> None: ...

@@ -11,6 +11,7 @@ from typing import Any
 from projections.facts import FactPolicy, SubjectFacts, questioned
 from projections.ports import FACT_SLOT_SECONDS, Clock, HeldFacts, utc_now
 from projections.position import Position
+from projections.ready import ReadyThread, thread_version
 from projections.session import (
     Exchange,
     Loaded,
@@ -42,6 +43,7 @@ class InMemorySessionStore(InMemoryCheckpoints):
         super().__init__()
         self._heads: dict[ThreadKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
         self._exchanges: dict[ThreadKey, dict[str, Exchange]] = {}
+        self._edits: dict[ThreadKey, int] = {}  # changes made outside the log's order (erased lines)
         self.now_ms = 0  # the clock reads consult; tests move it
 
     def _alive(self, key: ThreadKey) -> bool:
@@ -86,6 +88,7 @@ class InMemorySessionStore(InMemoryCheckpoints):
         if change.reset or not alive:
             self._heads[key] = (SessionHead(), -1, change.expires_at)
             self._exchanges[key] = {}
+            self._edits.pop(key, None)
         held = self._exchanges[key]
         for exchange_id in change.remove:
             held.pop(exchange_id, None)
@@ -99,9 +102,16 @@ class InMemorySessionStore(InMemoryCheckpoints):
             return None
         return Session(self._heads[key][0], tuple(self._exchanges[key].values()))
 
+    async def read_ready(self, key: ThreadKey) -> ReadyThread | None:
+        session = await self.read(key)
+        if session is None:
+            return None
+        return ReadyThread.of_session(key, session, thread_version(self._heads[key][1], self._edits.get(key, 0)))
+
     async def drop(self, key: ThreadKey) -> None:
         self._heads.pop(key, None)
         self._exchanges.pop(key, None)
+        self._edits.pop(key, None)
 
     def _shared_threads(self, tenant: str) -> list[ThreadKey]:
         """The tenant's public thread and automation threads, public first, as the Redis store lists them."""
@@ -128,6 +138,8 @@ class InMemorySessionStore(InMemoryCheckpoints):
             segments = tuple(segment for segment in head.segments if segment.asker != subject)
             head = replace(head, tokens=tokens, count=head.count - len(gone), segments=segments)
             self._heads[key] = (head, position, expires_at)
+            if gone or parts:
+                self._edits[key] = self._edits.get(key, 0) + 1
             lines += len(gone)
             summaries += len(parts)
         return {"session_exchanges": exchanges, "shared_thread_lines": lines, "shared_thread_summaries": summaries}

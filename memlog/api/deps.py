@@ -10,7 +10,7 @@ from memlog.services import Services
 from schemas.errors import InvalidEvent
 
 
-def _services(request: Request) -> Services:
+async def _services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from config.settings import Settings
 from projections.folded import Folded
 from projections.ports import SessionStore, ThreadKey
 from projections.position import Position
+from projections.ready import READY_FORMAT, ReadyThread, ready_view
 from projections.session import (
     Exchange,
     Segment,
@@ -22,6 +24,7 @@ from projections.session import (
     SessionHead,
     SessionWrite,
     ThreadPolicy,
+    ToolCall,
     apply_event,
 )
 from projections.tokens import TokenCounter
@@ -373,6 +376,106 @@ class SessionStoreContract:
         shared = await store.read(public)
         assert shared is not None and shared.head.segments == (part,)
 
+    async def _ready_agrees(self, store: SessionStore, key: ThreadKey = KEY) -> str:
+        """The ready read serves exactly what the session read holds, as the context read serialises it."""
+        session, ready = await store.read(key), await store.read_ready(key)
+        if session is None:
+            assert ready is None
+            return ""
+        assert ready == ReadyThread.of_session(key, session, ready.version)
+        assert json.loads(ready.exchanges_json) == [ready_view(exchange) for exchange in session.exchanges]
+        assert json.loads(ready.rendered_json) == session.render(key)
+        assert ready.exchange_ids == tuple(exchange.exchange_id for exchange in session.exchanges)
+        return ready.version
+
+    async def _change(self, store: SessionStore, offset: int, clock: int, *changes: SessionChange) -> None:
+        writes = [SessionWrite(Position("threads", 0, offset + n), KEY, change) for n, change in enumerate(changes)]
+        assert await store.write(writes, clock) == [True] * len(writes)
+        await self._kept_ready(store)
+
+    async def _kept_ready(self, store: SessionStore) -> None:
+        """Where a store keeps the context ready, the write kept it current."""
+
+    async def test_the_ready_context_follows_every_kind_of_write(self, store: SessionStore, clock: int) -> None:
+        assert await store.read_ready(KEY) is None
+        call = ToolCall(0, "find", '{"chest": "\\u00e9 \\"x\\"", "n": [1, 2.5e20, null]}', '{"ok":true}', True, 12)
+        first = Exchange("x1", 'où est "le coffre"?\nici', occurred_at=clock, tokens=3)
+        later = clock + TTL
+        steps = [
+            [SessionChange(first, False, 3, clock, later, count_delta=1)],  # new: appended
+            [SessionChange(replace(first, tool_calls=(call,)), False, 0, clock, later)],  # the newest: its end
+            [
+                SessionChange(
+                    Exchange("x2", "askx thing", "askx", clock, tokens=1), False, 1, clock, later, count_delta=1
+                )
+            ],
+            [SessionChange(replace(first, tool_calls=(call,), answer="là"), False, 1, clock, later)],  # middle
+            [
+                SessionChange(Exchange("x3", "third", tokens=1), False, 1, clock, later, count_delta=1),
+                SessionChange(
+                    Exchange("x2", "askx thing", "askx", clock, (), "done", tokens=2), False, 1, clock, later
+                ),
+            ],
+            [
+                SessionChange(
+                    None,
+                    False,
+                    -3,
+                    clock,
+                    later,
+                    remove=("x1",),
+                    summary='sum\n"up"',
+                    count_delta=-1,
+                    folded=Folded("extractive", 1, 3, clock, clock),
+                )
+            ],  # a fold, with its loss notice
+            [  # calls unanswered and failed: their status is the read's, the fragments keep the call
+                SessionChange(
+                    Exchange(
+                        "x6",
+                        "tools?",
+                        tool_calls=(
+                            ToolCall(0, "wait", "{}", "null", True, None, clock),
+                            ToolCall(1, "x", "1", "2", False),
+                        ),
+                        tokens=1,
+                    ),
+                    False,
+                    1,
+                    clock,
+                    later,
+                    count_delta=1,
+                )
+            ],
+            [SessionChange(Exchange("x4", "after the fold", tokens=1), False, 1, clock, later, count_delta=1)],
+            [SessionChange(None, True, 0, clock, later, summary="")],  # a reset
+            [SessionChange(Exchange("x5", "afresh", tokens=1), False, 1, clock, later, count_delta=1)],
+        ]
+        versions = {""}
+        offset = 0
+        for changes in steps:
+            await self._change(store, offset, clock, *changes)
+            offset += len(changes)
+            version = await self._ready_agrees(store)
+            assert version not in versions  # every write makes another version
+            versions.add(version)
+            assert await self._ready_agrees(store) == version  # and reading changes nothing
+        session = await store.read(KEY)
+        assert session is not None and [e.exchange_id for e in session.exchanges] == ["x5"]
+
+    async def test_the_ready_context_follows_an_erasure_of_lines_on_a_shared_thread(
+        self, store: SessionStore, clock: int
+    ) -> None:
+        await self._lines(store, clock)
+        public = ThreadKey.public("castle")
+        before = await self._ready_agrees(store, public)
+        await store.erase_subject("castle", "ann")
+        assert await store.read_ready(KEY) is None
+        after = await self._ready_agrees(store, public)
+        assert after != before
+        ready = await store.read_ready(public)
+        assert ready is not None and [e["exchange_id"] for e in json.loads(ready.exchanges_json)] == ["p2"]
+
 
 class TestInMemorySessionStore(SessionStoreContract):
     @pytest.fixture
@@ -438,6 +541,59 @@ class TestRedisSessionStore(SessionStoreContract):
         assert held is not None and held.head.folded is None
         assert held.render(KEY) == Session(SessionHead(summary="an old summary")).render()
         assert held.render(KEY) == "Summary of the earlier conversation:\nan old summary\n\n"
+
+    async def _kept_ready(self, store: SessionStore) -> None:
+        if self.old_layout:
+            return
+        assert isinstance(store, RedisSessionStore)
+        head, _, _, ready, _, _ = store._keys(KEY)
+        client = store._redis
+        assert await client.hget(ready, "fmt") == READY_FORMAT.encode()
+        assert await client.hget(ready, "pos") == await client.hget(head, "pos")
+
+    old_layout = False
+
+    async def test_a_thread_stored_without_a_ready_context_is_served_and_made_ready(
+        self, store: SessionStore, settings: Settings, clock: int
+    ) -> None:
+        self.old_layout = True
+        later = clock + TTL
+        await self._change(
+            store, 0, clock, SessionChange(Exchange("x1", "q1", tokens=1), False, 1, clock, later, count_delta=1)
+        )
+        base = thread_base(settings.redis_prefix, KEY)
+        client = redis_client(settings)
+        try:
+            await client.delete(f"{base}:r", f"{base}:t", f"{base}:v")  # as a thread written before issue 16
+            await self._change(
+                store, 1, clock, SessionChange(Exchange("x2", "q2", tokens=1), False, 1, clock, later, count_delta=1)
+            )
+            assert await client.exists(f"{base}:r", f"{base}:t", f"{base}:v") == 0  # not kept: it would be partial
+            await self._ready_agrees(store)  # served from the exchanges, and made ready
+            assert await client.exists(f"{base}:r", f"{base}:t", f"{base}:v") == 3
+            await self._change(
+                store, 2, clock, SessionChange(Exchange("x3", "q3", tokens=1), False, 1, clock, later, count_delta=1)
+            )
+            await self._ready_agrees(store)
+            assert await client.hget(f"{base}:r", "pos") == await client.hget(f"{base}:h", "pos") == b"2"
+            # the ready context lives exactly as long as the thread
+            expiries = {await client.pexpiretime(f"{base}:{part}") for part in "hxortv"}
+            assert expiries == {later}
+            # one written behind the head (a writer of an older memlog) is neither served nor kept
+            await client.hset(f"{base}:h", mapping={"pos": 3})
+            await client.rpush(f"{base}:o", "x4")
+            await client.hset(f"{base}:x", "x4", Exchange("x4", "by an old writer").to_json())
+            await self._ready_agrees(store)
+            await self._change(
+                store, 4, clock, SessionChange(Exchange("x5", "q5", tokens=1), False, 1, clock, later, count_delta=1)
+            )
+            session = await store.read(KEY)
+            assert session is not None and [e.exchange_id for e in session.exchanges] == ["x1", "x2", "x3", "x4", "x5"]
+            await self._ready_agrees(store)
+            await store.erase_subject("castle", "ann")
+            assert [key async for key in client.scan_iter(match=f"{base}*")] == []
+        finally:
+            await client.aclose()
 
 
 # redis-py's cluster client closes its node connections without waiting for their sockets, which

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 
 from memlog.api.auth import TENANT_ONLY
+from memlog.api.context_json import NOT_MODIFIED, context_response
 from memlog.api.deps import AFTER, WAIT, ServicesDep
 from memlog.api.models import Context
 
 router = APIRouter()
 
 
-@router.get("/v1/tenants/{tenant}/subjects/{subject}/context", response_model=Context, dependencies=TENANT_ONLY)
+@router.get(
+    "/v1/tenants/{tenant}/subjects/{subject}/context",
+    response_model=Context,
+    responses=NOT_MODIFIED,
+    dependencies=TENANT_ONLY,
+)
 async def context(
+    request: Request,
     tenant: str,
     subject: str,
     services: ServicesDep,
@@ -29,26 +36,38 @@ async def context(
         description="recent: when fewer facts than the limit bear on the question, the newest others after "
         "them, marked how=recent. Without it, only facts that bear on the question (none when nothing does).",
     ),
-) -> Context:
+) -> Response:
     """The subject's session and the facts that bear on the question (the subject's and the tenant's
-    knowledge), ready to put before the model."""
-    read = await services.contexts.session(
+    knowledge), ready to put before the model. With an `ETag`: `If-None-Match` naming it answers 304."""
+    read = await services.contexts.ready_session(
         tenant, subject, question=question, agent=agent, after=after, wait=wait, fill=fill == "recent"
     )
-    return Context.of(read)
+    return context_response(request, read)
 
 
-@router.get("/v1/tenants/{tenant}/public/context", response_model=Context, dependencies=TENANT_ONLY)
+@router.get(
+    "/v1/tenants/{tenant}/public/context", response_model=Context, responses=NOT_MODIFIED, dependencies=TENANT_ONLY
+)
 async def public_context(
-    tenant: str, services: ServicesDep, after: str | None = AFTER, wait: float | None = WAIT
-) -> Context:
+    request: Request, tenant: str, services: ServicesDep, after: str | None = AFTER, wait: float | None = WAIT
+) -> Response:
     """The tenant's public thread: every question prefixed with its asker's name, no tool results."""
-    return Context.of(await services.contexts.public(tenant, after=after, wait=wait))
+    return context_response(request, await services.contexts.ready_public(tenant, after=after, wait=wait))
 
 
-@router.get("/v1/tenants/{tenant}/agents/{agent}/context", response_model=Context, dependencies=TENANT_ONLY)
+@router.get(
+    "/v1/tenants/{tenant}/agents/{agent}/context",
+    response_model=Context,
+    responses=NOT_MODIFIED,
+    dependencies=TENANT_ONLY,
+)
 async def automation_context(
-    tenant: str, agent: str, services: ServicesDep, after: str | None = AFTER, wait: float | None = WAIT
-) -> Context:
+    request: Request,
+    tenant: str,
+    agent: str,
+    services: ServicesDep,
+    after: str | None = AFTER,
+    wait: float | None = WAIT,
+) -> Response:
     """An automation agent's own thread, apart from the subjects' sessions."""
-    return Context.of(await services.contexts.automation(tenant, agent, after=after, wait=wait))
+    return context_response(request, await services.contexts.ready_automation(tenant, agent, after=after, wait=wait))

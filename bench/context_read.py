@@ -1,0 +1,112 @@
+"""Benchmark: a context read next to a raw Redis GET of the same bytes, for a 20- and a 100-exchange session.
+
+Prints p50 / p99 of: a raw Redis GET of the context's JSON (the floor), the session store's read
+(the decoded session; and the ready form, where the store keeps one), the evidence join every read
+makes (one query of the trace store for the runs that served the exchanges), the context read over the HTTP
+API, and the same read with `If-None-Match` (a 304). Ratios are to the floor of the same run.
+No assertions: shared machines are noisy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import redis.asyncio as aioredis
+
+from bench.projection import latencies, on_local_stack
+from bench.threads import exchange
+from config.settings import Settings
+from memlog.api.models import Context
+from memlog.processes import start_api, start_worker
+from memlog.services import Services, open_services
+from projections.session import ThreadKey
+from streams.topics import ensure_topics
+
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+READS = 2000
+SIZES = (20, 100)
+
+
+def report(label: str, sample: tuple[float, float], floor: tuple[float, float] | None = None) -> None:
+    ratio = f"   x{sample[0] / floor[0]:5.1f} (p50)  x{sample[1] / floor[1]:5.1f} (p99)" if floor else ""
+    print(f"  {label:48} p50 {sample[0]:7.3f} ms   p99 {sample[1]:7.3f} ms{ratio}")
+
+
+async def slow_read(services: Services, subject: str) -> bytes:
+    """The context read as it is made without the ready context: the session decoded, rendered, its
+    evidence joined, validated and serialised by the model (in process, no HTTP)."""
+    thread = await services.contexts.session("bench", subject, question=None, agent=None, after=None, wait=None)
+    return Context.of(thread).model_dump_json().encode()
+
+
+async def run(settings: Settings) -> None:
+    await ensure_topics(settings)
+    worker = await asyncio.to_thread(start_worker, settings, LOGS)
+    api = await asyncio.to_thread(start_api, settings, LOGS)
+    try:
+        async with (
+            open_services(settings, producer=True) as services,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http,
+        ):
+            redis = aioredis.Redis.from_url(settings.redis)
+            for size in SIZES:
+                subject = f"reader-{size}"
+                last = None
+                for number in range(size):
+                    last = await services.producer.record_exchange({**exchange(subject, number), "subject": subject})
+                assert last is not None
+                url = f"/v1/tenants/bench/subjects/{subject}/context"
+                response = await http.get(url, params={"after": last.position.token()})
+                while response.status_code == 503:  # the worker is still catching up
+                    response = await http.get(url, params={"after": last.position.token()})
+                response.raise_for_status()
+                body = response.content
+                key = ThreadKey.session("bench", subject)
+                blob = f"{settings.redis_prefix}:bench:context:{size}"
+                await redis.set(blob, body)
+                floor = await latencies(lambda blob=blob: redis.get(blob), READS)  # type: ignore[misc]
+                store = await latencies(lambda key=key: services.sessions.read(key), READS)  # type: ignore[misc]
+                ready_read = getattr(services.sessions, "read_ready", None)
+                ready = (
+                    await latencies(lambda key=key, read=ready_read: read(key), READS)  # type: ignore[misc]
+                    if ready_read
+                    else None
+                )
+                ids = [str(view["exchange_id"]) for view in response.json()["exchanges"]]
+                join = await latencies(
+                    lambda subject=subject, ids=ids: services.evidence.runs("bench", "session", subject, ids),  # type: ignore[misc]
+                    READS,
+                )
+                recomputed = await latencies(lambda subject=subject: slow_read(services, subject), READS)  # type: ignore[misc]
+                over_http = await latencies(lambda url=url: http.get(url), READS)  # type: ignore[misc]
+                http_floor = await latencies(lambda: http.get("/healthz"), READS)
+                etag = response.headers.get("etag")
+                cached = (
+                    await latencies(
+                        lambda url=url, etag=etag: http.get(url, headers={"If-None-Match": etag}),  # type: ignore[misc]
+                        READS,
+                    )
+                    if etag
+                    else None
+                )
+                print(f"\ncontext of a {size}-exchange session ({len(body):,} bytes as JSON):")
+                report("raw Redis GET of the same bytes (the floor)", floor)
+                report("store read, decoded session", store, floor)
+                if ready is not None:
+                    report("store read, ready form", ready, floor)
+                report("evidence: the traces' runs of its exchanges", join, floor)
+                report("the read recomputed in process (no ready context)", recomputed, floor)
+                report("an HTTP round trip to the API (GET /healthz)", http_floor, floor)
+                report("context read over the HTTP API", over_http, floor)
+                if cached is not None:
+                    report("... with If-None-Match (304)", cached, floor)
+            await redis.aclose()
+    finally:
+        api.stop()
+        worker.stop()
+
+
+if __name__ == "__main__":
+    on_local_stack(run)
