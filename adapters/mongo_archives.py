@@ -17,7 +17,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from adapters.mongo_calendar import ArchiveCalendarReads
-from adapters.mongo_entries import entry_doc, entry_of_doc
+from adapters.mongo_entries import conversation_id, entry_doc, entry_of_doc
 from adapters.mongo_entries import where as _where
 from adapters.mongo_places import ArchiveNeighbourReads
 from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
@@ -42,11 +42,6 @@ from projections.archives import (
 from projections.places import number
 from projections.ports import PENDING_SECONDS, Clock, utc_now
 from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
-
-
-def conversation_id(ref: ConversationRef) -> str:
-    # names cannot hold the unit separator, so this is unambiguous
-    return f"{len(ref.tenant)}:{KEY_SEPARATOR.join((ref.tenant, ref.thread, ref.owner, ref.conversation))}"
 
 
 def _meta_doc(meta: ConversationMeta) -> dict[str, Any]:

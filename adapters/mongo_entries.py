@@ -5,6 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from projections.archives import NEVER, ConversationRef, Entry
+from schemas.events import KEY_SEPARATOR
+
+
+def conversation_id(ref: ConversationRef) -> str:
+    # names cannot hold the unit separator, so this is unambiguous
+    return f"{len(ref.tenant)}:{KEY_SEPARATOR.join((ref.tenant, ref.thread, ref.owner, ref.conversation))}"
 
 
 def where(ref: ConversationRef) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 
-from adapters.mongo_entries import entry_of_doc, where
+from adapters.mongo_entries import conversation_id, entry_of_doc, where
 from adapters.mongo_store import mongo_errors
 from projections.archives import ConversationRef, Entry, neighbours_of
 from projections.places import around, wanted
@@ -29,6 +29,7 @@ class ArchiveNeighbourReads:
     """Mixed into MongoConversationArchive: see projections/ports.py ConversationArchive.neighbours."""
 
     _entries: AsyncCollection[dict[str, Any]]
+    _conversations: AsyncCollection[dict[str, Any]]
 
     async def prepare_places(self) -> None:
         with mongo_errors():
@@ -66,7 +67,14 @@ class ArchiveNeighbourReads:
         if missing:
             with mongo_errors():
                 found = await self._entries.find({**where(ref), "n": {"$in": missing}}, NEIGHBOUR_FIELDS).to_list()
-        return around(hits, radius, snapshot, [*held, *(entry_of_doc(d) for d in found)])
+        entries = [*held, *(entry_of_doc(d) for d in found)]
+        placed = around(hits, radius, snapshot, entries)
+        if placed is None:  # perhaps only the conversation's end: its count of places tells
+            with mongo_errors():
+                meta = await self._conversations.find_one({"_id": conversation_id(ref)}, {"n": 1})
+            if meta is not None and meta.get("n") is not None:
+                placed = around(hits, radius, snapshot, entries, count=int(meta["n"]))
+        return placed
 
     async def _by_range(
         self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, mine: list[Entry]

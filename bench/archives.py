@@ -4,7 +4,10 @@ threads (each agent answers in 100 threads). No assertions.
 
 `MEMLOG_BENCH_ARCHIVE_ENTRIES` / `_THREADS` make it smaller for a quick look (e.g. 20,000 / 200: each
 agent still answers in 100 threads of 100 entries); the entries are written in bulk straight through
-the store (SecantusDB takes tens of minutes for a million).
+the store (SecantusDB takes tens of minutes for a million). `MEMLOG_BENCH_ARCHIVE_NAMESPACE=<namespace>`
+keeps the entries in that namespace and measures again without loading when they are there already.
+Every latency pair is interleaved (raw, memlog, raw, ...), after a warm-up, so the machine's noise falls
+on both alike.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ ENTRIES = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_ENTRIES", "1000000"))
 THREADS = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_THREADS", "10000"))
 AGENTS = max(1, THREADS // 100)  # each agent answers in 100 threads
 QUERIES = 300
+ACROSS_QUERIES = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_ACROSS_QUERIES", "300"))  # each reads ~6,000 entries
 BULK = 5_000
 WORDS = [
     *[
@@ -93,12 +97,19 @@ def entry(rng: random.Random, number: int) -> Entry:
     )
 
 
-async def latencies(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
-    taken = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        await call()
-        taken.append((time.perf_counter() - started) * 1000)
+async def latencies(calls: list[Callable[[int], Awaitable[Any]]], rounds: int) -> list[list[float]]:
+    """Each call's latencies (ms) over the same rounds, interleaved: round i runs every call on query i,
+    starting from a different one each round, so the machine's noise falls on all of them alike. A
+    warm-up round of each comes first, untimed."""
+    for call in calls:
+        await call(0)
+    taken: list[list[float]] = [[] for _ in calls]
+    for i in range(rounds):
+        for k in range(len(calls)):
+            which = (i + k) % len(calls)
+            started = time.perf_counter()
+            await calls[which](i)
+            taken[which].append((time.perf_counter() - started) * 1000)
     return taken
 
 
@@ -109,47 +120,49 @@ def quantiles(values: list[float]) -> tuple[float, float]:
 
 async def main(settings: Settings) -> None:
     rng = random.Random(7)
+    kept = os.environ.get("MEMLOG_BENCH_ARCHIVE_NAMESPACE")  # reuse (and keep) entries a run loaded there
+    if kept:
+        settings = settings.model_copy(update={"namespace": kept})
     async with open_services(settings) as services:
         store = services.conversations
         await services.current.prepare()  # the archive's indexes and the search across threads'
         started = time.perf_counter()
-        for start in range(0, ENTRIES, BULK):
+        loaded = await services.database["entries"].estimated_document_count() if kept else 0
+        for start in range(0, ENTRIES if loaded < ENTRIES else 0, BULK):
             await store.insert_entries([entry(rng, n) for n in range(start, min(start + BULK, ENTRIES))])
             if start % 100_000 == 0:
                 print(f"  loaded {start:,} entries, {time.perf_counter() - started:.0f} s", flush=True)
-        load_s = time.perf_counter() - started
+        load_s = time.perf_counter() - started if loaded < ENTRIES else 0.0
+        how = "loaded before" if loaded >= ENTRIES else "loaded now"
+        print(f"  namespace {settings.namespace}: {ENTRIES:,} entries ({how})")
         conversations = Conversations(store, None, "bench")
-        owners = [f"player-{rng.randrange(THREADS):05d}" for _ in range(QUERIES)]
-        queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(QUERIES)]
-        plan = iter(list(zip(owners, queries, strict=True)) * 2)
-
-        async def search() -> Any:
-            owner, query = next(plan)
-            return await conversations.search("bench", "session", owner, query, scope="history", limit=20)
-
+        owners = [f"player-{rng.randrange(THREADS):05d}" for _ in range(QUERIES + 1)]
+        queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(QUERIES + 1)]
         raw_entries = services.database["entries"]
-        raw_plan = iter(list(zip(owners, queries, strict=True)))
 
-        async def raw() -> Any:
-            owner, query = next(raw_plan)
-            await conversations.snapshot("bench", "session", owner)
-            filter_ = store.candidate_query("bench", "session", owner, sorted(set(tokens(query))), conversation=None)
+        async def search(i: int) -> Any:
+            return await conversations.search("bench", "session", owners[i], queries[i], scope="history", limit=20)
+
+        async def bare(i: int) -> Any:  # the same search without neighbours: what the neighbour reads add
+            return await conversations.search(
+                "bench", "session", owners[i], queries[i], scope="history", limit=20, radius=0
+            )
+
+        async def raw(i: int) -> Any:
+            await conversations.snapshot("bench", "session", owners[i])
+            filter_ = store.candidate_query(
+                "bench", "session", owners[i], sorted(set(tokens(queries[i]))), conversation=None
+            )
             return await raw_entries.find(filter_, {"terms": 0}).to_list()
 
-        bare_plan = iter(list(zip(owners, queries, strict=True)))
-
-        async def bare() -> Any:  # the same search without neighbours: what the neighbour reads add
-            owner, query = next(bare_plan)
-            return await conversations.search("bench", "session", owner, query, scope="history", limit=20, radius=0)
-
-        raw_ms = await latencies(raw, QUERIES)
-        search_ms = await latencies(search, QUERIES)
-        bare_ms = await latencies(bare, QUERIES)
+        raw_ms, search_ms, bare_ms = await latencies([raw, search, bare], QUERIES)
         example = store.candidate_query(
             "bench", "session", owners[0], sorted(set(tokens(queries[0]))), conversation=None
         )
         report(load_s, example, raw_ms, search_ms, bare_ms)
         await across(services, queries, rng)
+        if kept:
+            return
         try:
             await services.mongo.drop_database(settings.mongo_db_name)
         except PyMongoError as exc:  # dropping a million documents can outlast the client's patience
@@ -159,23 +172,18 @@ async def main(settings: Settings) -> None:
 async def across(services: Any, queries: list[str], rng: random.Random) -> None:
     """An agent's search across its threads (history, 20 results, one neighbour), next to its raw query."""
     agents = [f"agent-{rng.randrange(AGENTS):03d}" for _ in queries]
-    plan = iter(list(zip(agents, queries, strict=True)))
-    raw_plan = iter(list(zip(agents, queries, strict=True)))
     entries = services.database["entries"]
 
-    async def search() -> Any:
-        agent, query = next(plan)
-        return await services.cross_search.agent("bench", agent, query, limit=20)
+    async def search(i: int) -> Any:
+        return await services.cross_search.agent("bench", agents[i], queries[i], limit=20)
 
-    async def raw() -> Any:
-        agent, query = next(raw_plan)
-        filter_ = MongoArchiveSearch.across_query("bench", sorted(set(tokens(query))), agent=agent)
+    async def raw(i: int) -> Any:
+        filter_ = MongoArchiveSearch.across_query("bench", sorted(set(tokens(queries[i]))), agent=agents[i])
         return await entries.find(filter_, CANDIDATE_FIELDS).to_list()
 
     example = MongoArchiveSearch.across_query("bench", sorted(set(tokens(queries[0]))), agent=agents[0])
     candidates = len(await entries.find(example, CANDIDATE_FIELDS).to_list())
-    raw_ms = await latencies(raw, len(queries))
-    search_ms = await latencies(search, len(queries))
+    raw_ms, search_ms = await latencies([raw, search], ACROSS_QUERIES)
     raw_p50, raw_p99 = quantiles(raw_ms)
     p50, p99 = quantiles(search_ms)
     print(f"\nacross an agent's threads ({AGENTS:,} agents, 100 threads each; {candidates:,} candidates for the first)")
@@ -191,10 +199,8 @@ def report(
     raw_p50, raw_p99 = quantiles(raw_ms)
     p50, p99 = quantiles(search_ms)
     bare_p50, bare_p99 = quantiles(bare_ms)
-    print(
-        f"\n{ENTRIES:,} archived entries across {THREADS:,} threads, loaded in {load_s:.0f} s "
-        f"({ENTRIES / load_s:,.0f} entries/s, bulk of {BULK:,})"
-    )
+    loading = f", loaded in {load_s:.0f} s ({ENTRIES / load_s:,.0f} entries/s, bulk of {BULK:,})" if load_s else ""
+    print(f"\n{ENTRIES:,} archived entries across {THREADS:,} threads{loading}")
     print(f"raw query: entries.find({example}) plus the snapshot read of the thread's conversations")
     print(f"  {'raw MongoDB candidate query':40} p50 {raw_p50:8.2f} ms   p99 {raw_p99:8.2f} ms")
     print(f"  {'memlog search (query, match, rank, neighbours)':40} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms")

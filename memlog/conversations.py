@@ -5,6 +5,7 @@ The rules are in projections/archives.py; this module only loads what they need 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -177,8 +178,12 @@ class Conversations:
             by_conversation.setdefault(hit.entry.ref, []).append(hit.entry.seq)
         nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
         if radius:
-            for ref, seqs in by_conversation.items():
-                for seq, found in (await self.store.neighbours(ref, seqs, radius, snapshot, candidates)).items():
+            refs = list(by_conversation)
+            reads = await asyncio.gather(
+                *(self.store.neighbours(ref, by_conversation[ref], radius, snapshot, candidates) for ref in refs)
+            )
+            for ref, read in zip(refs, reads, strict=True):
+                for seq, found in read.items():
                     nearby[(ref, seq)] = found
         results = []
         for hit in hits:

@@ -47,10 +47,13 @@ def wanted(hits: Iterable[Entry], radius: int) -> set[int]:
     }
 
 
-def around(hits: Sequence[Entry], radius: int, snapshot: int, found: Iterable[Entry]) -> dict[int, list[Entry]] | None:
+def around(
+    hits: Sequence[Entry], radius: int, snapshot: int, found: Iterable[Entry], count: int | None = None
+) -> dict[int, list[Entry]] | None:
     """Each hit's neighbours (by its seq) from the entries found at the places wanted, or None when the
     places cannot be trusted: a hit or an entry without a place, two entries in one place, places out of
-    seq order, a place missing (a hole, or the end of the conversation: the range read tells them apart)."""
+    seq order, a place missing. `count`, the places the conversation has given, tells its end from a
+    hole; without it a missing place past a hit is taken for a hole too (the range read decides)."""
     if not hits or any(hit.n is None for hit in hits):
         return None
     at: dict[int, Entry] = {}
@@ -72,6 +75,8 @@ def around(hits: Sequence[Entry], radius: int, snapshot: int, found: Iterable[En
         after: list[Entry] = []
         for step in range(1, radius + 1):
             later = at.get(hit.n + step)
+            if later is None and count is not None and hit.n + step >= count:
+                break  # the conversation ends here
             if later is None:
                 return None
             if later.seq > snapshot:

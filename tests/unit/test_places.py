@@ -60,6 +60,11 @@ def test_by_place_or_not_at_all(gaps: list[int], data: st.DataObject) -> None:
         assert got == expected
     if not holes and all(h.n is not None and h.n + radius < len(placed) for h in hits) and snapshot == 10_000:
         assert got == expected  # nothing missing: the places answer
+    counted = around(hits, radius, snapshot, found, count=len(placed))
+    if counted is not None:
+        assert counted == expected
+    if not holes:
+        assert counted == expected  # the count tells the conversation's end: no range read needed
 
 
 def test_a_place_taken_twice_or_out_of_order_is_not_trusted() -> None:
