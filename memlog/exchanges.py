@@ -74,13 +74,13 @@ class Exchanges:
 
     async def record_part(self, exchange_id: str, part: ExchangePart) -> Receipt:
         """One part of an exchange streamed as it happens: its question, a tool call, its answer."""
-        event = part_event(exchange_id, part, producer=self._producer_name)
+        event = part_event(exchange_id, part, producer=self._producer_name, count_tokens=self._producer.count_tokens)
         position = await self._producer.produce([event])
         return Receipt(exchange_id=event.exchange_id, position=position.token())
 
     async def _record(self, exchange: ReportedExchange) -> Receipt:
         """Question, tool calls and answer in one batch on one partition."""
-        events = exchange_events(exchange, producer=self._producer_name)
+        events = exchange_events(exchange, producer=self._producer_name, count_tokens=self._producer.count_tokens)
         position = await self._producer.produce(events)
         return Receipt(exchange_id=events[0].exchange_id, position=position.token())
 
