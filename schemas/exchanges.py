@@ -183,6 +183,24 @@ class AnswerPart:
 
 ExchangePart = QuestionPart | ToolCallPart | AnswerPart
 
+# Counting tokens takes about 0.17 ms a KB (cl100k_base, one core): an exchange whose text is longer than
+# this is built off the event loop (tiktoken releases the GIL), so a large tool result holds up no other request.
+OFF_LOOP_CHARS = 16_384
+
+
+def text_size(item: ReportedExchange | ExchangePart) -> int:
+    """About how many characters building `item`'s events counts: its JSON text as received when known;
+    else its texts, a tool call (JSON values, not yet text) counted as large."""
+    if item.original is not None:
+        return len(item.original)
+    if isinstance(item, ReportedExchange):
+        return len(item.question) + len(item.answer or "") + (OFF_LOOP_CHARS if item.tool_calls else 0)
+    if isinstance(item, QuestionPart):
+        return len(item.question)
+    if isinstance(item, AnswerPart):
+        return len(item.answer)
+    return OFF_LOOP_CHARS
+
 
 def exchange_events(
     exchange: ReportedExchange, *, producer: str, now: int | None = None, count_tokens: TokenCount | None = None

@@ -36,7 +36,7 @@ from schemas.events import (
     record_key,
     to_record,
 )
-from schemas.exchanges import ReportedExchange, exchange_events
+from schemas.exchanges import OFF_LOOP_CHARS, ReportedExchange, exchange_events, text_size
 from schemas.session_text import TokenCount
 from streams.sealer import Sealer, Who
 
@@ -168,7 +168,11 @@ class EventProducer:
         """
         if not isinstance(exchange, ReportedExchange):
             exchange = ReportedExchange.from_payload(exchange)
-        events = exchange_events(exchange, producer=self._settings.producer_name, count_tokens=self.count_tokens)
+        name, count = self._settings.producer_name, self.count_tokens
+        if count is not None and text_size(exchange) > OFF_LOOP_CHARS:  # counting would hold the event loop
+            events = await asyncio.to_thread(exchange_events, exchange, producer=name, count_tokens=count)
+        else:
+            events = exchange_events(exchange, producer=name, count_tokens=count)
         position = await self.produce(list(events))
         return Recorded(events[0].exchange_id, position)
 

@@ -30,6 +30,7 @@ from schemas.events import (
     to_record,
 )
 from schemas.exchanges import (
+    OFF_LOOP_CHARS,
     AnswerPart,
     QuestionPart,
     ReportedExchange,
@@ -38,6 +39,7 @@ from schemas.exchanges import (
     ToolUse,
     exchange_events,
     part_event,
+    text_size,
 )
 from schemas.session_text import added_text, count_of
 from tests.unit.strategies import json_values, names, session_histories, texts
@@ -249,3 +251,13 @@ def test_an_impossible_count_is_refused_naming_the_field(tokens: object) -> None
     record = to_record(QuestionAsked(env, "x1", "where is my base?"))
     with pytest.raises(InvalidEvent, match="tokens"):
         from_record("memlog.QuestionAsked", {**record, "tokens": 10_000})
+
+
+def test_a_large_exchange_is_measured_by_its_text_as_received() -> None:
+    """Past OFF_LOOP_CHARS its events are built (and counted) off the event loop."""
+    route = Route(tenant="castle", subject="ann")
+    assert text_size(ReportedExchange(route, "short")) < OFF_LOOP_CHARS
+    assert text_size(ReportedExchange(route, "short", original="x" * OFF_LOOP_CHARS)) == OFF_LOOP_CHARS
+    assert text_size(ReportedExchange(route, "short", tool_calls=(ToolUse("look"),))) >= OFF_LOOP_CHARS
+    assert text_size(ToolCallPart(route, 0, ToolUse("look"))) >= OFF_LOOP_CHARS  # JSON values: not yet text
+    assert text_size(AnswerPart(route, "a" * 10)) == 10
