@@ -55,7 +55,9 @@ async def produce(settings: Settings) -> int:
                 ],
                 "answer": f"{number % 64} diamonds",
             }
-            batch = exchange_events(ReportedExchange.from_payload(payload), producer="bench")
+            batch = exchange_events(
+                ReportedExchange.from_payload(payload), producer="bench", count_tokens=services.producer.count_tokens
+            )
             await services.producer.produce(batch)
             events += len(batch)
     return events

@@ -1,6 +1,7 @@
 """Benchmark: `memlog replay` against raw aiokafka consumption of the same topics, in one run.
 
-Writes EVENTS mixed events (exchanges on the threads topic, fact changes, traced runs), sealed
+Writes EVENTS mixed events (exchanges on the threads topic, each carrying its token count as the API
+builds them; fact changes, traced runs), sealed
 per subject as the API seals them, then measures:
 - raw aiokafka consumption of the threads, facts and traces topics from the start (the floor);
 - the same consumption with each record Avro-decoded, then also opened (AES-GCM): the per-event work
@@ -23,6 +24,7 @@ from aiokafka import AIOKafkaProducer
 from bench.projection import consume_rate, line, on_local_stack
 from config.settings import Settings
 from memlog.services import open_services
+from projections.tokens import TokenCounter, load_encoding
 from schemas.events import (
     Envelope,
     FactRemembered,
@@ -54,6 +56,8 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
         )
         await producer.start()
         from projections.sealing import needs_seal, seal
+
+        count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
 
         def encode(event: object) -> bytes:
             record = to_record(event)  # type: ignore[arg-type]
@@ -88,7 +92,9 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
                     "tool_calls": [{"name": "open_chest", "arguments": {"id": number}, "result": {"n": number % 64}}],
                     "answer": f"{number % 64} diamonds",
                 }
-                for item in exchange_events(ReportedExchange.from_payload(payload), producer="bench"):
+                # as the API builds them: each event carries its text's token count
+                exchange = ReportedExchange.from_payload(payload)
+                for item in exchange_events(exchange, producer="bench", count_tokens=count_tokens):
                     pending.append(await producer.send(settings.threads_topic, encode(item), key=key))
                 produced += 3
                 counts["threads"] += 3

@@ -6,13 +6,14 @@ import asyncio
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from projections.ports import Idempotency
 from schemas.errors import Conflict, KeyReused
 from schemas.events import check_name
-from schemas.exchanges import ExchangePart, ReportedExchange, exchange_events, part_event
+from schemas.exchanges import OFF_LOOP_CHARS, ExchangePart, ReportedExchange, exchange_events, part_event, text_size
 from streams.producer import EventProducer
 
 
@@ -31,6 +32,7 @@ class Receipt:
 # answer cannot be stored (MongoDB went away after Kafka took the exchange), the claim lapses and a retry
 # produces again. The exchange id comes from the idempotency key, so the projections hold that exchange once.
 CLAIM_BACKOFF_SECONDS = (0.01, 0.2)
+T = TypeVar("T")
 
 
 class Exchanges:
@@ -74,13 +76,21 @@ class Exchanges:
 
     async def record_part(self, exchange_id: str, part: ExchangePart) -> Receipt:
         """One part of an exchange streamed as it happens: its question, a tool call, its answer."""
-        event = part_event(exchange_id, part, producer=self._producer_name)
+        count = self._producer.count_tokens
+        event = await _built(
+            lambda: part_event(exchange_id, part, producer=self._producer_name, count_tokens=count),
+            count is not None and text_size(part) > OFF_LOOP_CHARS,
+        )
         position = await self._producer.produce([event])
         return Receipt(exchange_id=event.exchange_id, position=position.token())
 
     async def _record(self, exchange: ReportedExchange) -> Receipt:
         """Question, tool calls and answer in one batch on one partition."""
-        events = exchange_events(exchange, producer=self._producer_name)
+        count = self._producer.count_tokens
+        events = await _built(
+            lambda: exchange_events(exchange, producer=self._producer_name, count_tokens=count),
+            count is not None and text_size(exchange) > OFF_LOOP_CHARS,
+        )
         position = await self._producer.produce(events)
         return Receipt(exchange_id=events[0].exchange_id, position=position.token())
 
@@ -106,6 +116,11 @@ class Exchanges:
             )
         first = held["accepted"]
         return Receipt(exchange_id=first["exchange_id"], position=first["position"], idempotent=True)
+
+
+async def _built(build: Callable[[], T], off_loop: bool) -> T:
+    """Events built here, or in a worker thread when counting their tokens would hold the event loop."""
+    return await asyncio.to_thread(build) if off_loop else build()
 
 
 def body_digest(exchange: ReportedExchange) -> str:

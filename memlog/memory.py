@@ -47,6 +47,7 @@ from schemas.events import (
     now_ms,
 )
 from schemas.limits import check_utf8
+from schemas.session_text import count_of, tool_call_text
 from streams.producer import EventProducer
 
 log = logging.getLogger(__name__)
@@ -382,13 +383,16 @@ class Memory:
             raise InvalidEvent("call_index", "is needed to record the call in an exchange")
         result = await self._run(tenant, subject, agent, name, arguments)
         if exchange_id is not None and call_index is not None:
+            arguments_text = json.dumps(arguments, ensure_ascii=False)
+            result_text = json.dumps(result, ensure_ascii=False)
             call = ToolCalled(
                 self.envelope(tenant, subject, agent),
                 exchange_id,
                 call_index,
                 name,
-                json.dumps(arguments, ensure_ascii=False),
-                json.dumps(result, ensure_ascii=False),
+                arguments_text,
+                result_text,
+                tokens=count_of(tool_call_text(name, arguments_text, result_text), self._producer.count_tokens),
             )
             result["transcript_position"] = (await self._producer.produce([call])).token()
         return result

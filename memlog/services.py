@@ -42,6 +42,7 @@ from projections.ports import (
     TraceStore,
 )
 from projections.redaction import Redactor
+from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from streams.folds import FoldService
 from streams.metrics import Metrics
@@ -336,8 +337,14 @@ async def open_services(
     )
     try:
         if producer:
+            # the session's tokenizer, so the exchange events this process builds carry their counts
+            count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
             services._producer = EventProducer(
-                settings, codec, sealer=services.sealer, idempotence=settings.idempotent_producer
+                settings,
+                codec,
+                sealer=services.sealer,
+                idempotence=settings.idempotent_producer,
+                count_tokens=count_tokens,
             )
             await services._producer.start()
         if log_positions:

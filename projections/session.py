@@ -30,6 +30,7 @@ from schemas.events import (
     ToolCalled,
     conversation_of,
 )
+from schemas.session_text import added_text, tokens_of
 
 TokenCounter = Callable[[str], int]
 
@@ -269,7 +270,9 @@ def apply_event(
 
     Returns None when the event changes nothing: a question already recorded, a tool result on the
     public thread (only the asker may see it), a fold whose exchanges are gone already.
-    Tokens are counted once, on the text each event adds; the thread is never re-counted.
+    Tokens are counted once, on the text each event adds; the thread is never re-counted. An exchange
+    event carries the count of its text (schemas.session_text) when its producer had a tokenizer:
+    `count_tokens` is called only for events without one.
     `covered` holds the exchanges a ThreadFolded names, as loaded.
     """
     env = event.envelope
@@ -295,10 +298,7 @@ def apply_event(
     if isinstance(event, QuestionAsked):
         if not is_new and current.question:
             return None  # a redelivered or retried question: the exchange already holds it
-        question = event.question
-        if env.thread == PUBLIC_THREAD:
-            # seed 000: "Each question starts with the asker's name, so a friend's follow-up makes sense."
-            question = f"{event.asker or env.subject or 'someone'}: {question}"
+        question = added_text(event)  # on the public thread prefixed with the asker's name (seed 000)
         added = question
         fields: dict[str, Any] = {
             "question": question,
@@ -319,15 +319,16 @@ def apply_event(
         )
         others = tuple(c for c in current.tool_calls if c.call_index != call.call_index)
         replaced = len(others) != len(current.tool_calls)
-        added = "" if replaced else f"tool {call.name}({call.arguments}): {call.result}"
+        added = "" if replaced else added_text(event)
         fields = {"tool_calls": tuple(sorted((*others, call), key=lambda c: c.call_index))}
     else:
         assert isinstance(event, AnswerGiven)
-        added = "" if current.answer is not None else event.answer
+        added = "" if current.answer is not None else added_text(event)
         fields = {"answer": event.answer, "model": event.model}
     if last_question_at == 0:
         last_question_at = env.occurred_at  # tool call or answer without a question: time it by itself
-    delta = count_tokens(added) if added else 0
+    # `added` is the event's own text or nothing: its carried count, counted at production, applies to it
+    delta = tokens_of(event, count_tokens) if added else 0
     updated = replace(current, tokens=current.tokens + delta, **fields)  # one copy: replace() is not cheap
     return SessionChange(
         exchange=updated,

@@ -108,11 +108,14 @@ class QuestionAsked:
     asker: str | None = None  # v2: display name, prefixed to public questions
     conversation: str | None = None  # v3: None is the thread's current conversation (main)
     original: str | None = None  # v3: the request's JSON text exactly as received
+    tokens: int | None = None  # v4: token count of the text it adds to its session (schemas.session_text)
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("question", self.question)
         check_conversation(self.conversation)
+        # the public thread prefixes the asker's name (or the subject's, or "someone"), and ": "
+        check_tokens(self.tokens, len(self.question) + len(self.asker or self.envelope.subject or "someone") + 2)
         if self.asker is not None:
             check_name("asker", self.asker)
         if self.channel not in CHANNELS:
@@ -132,11 +135,13 @@ class ToolCalled:
     duration_ms: int | None = None
     conversation: str | None = None  # v2
     original: str | None = None  # v2
+    tokens: int | None = None  # v3: token count of "tool name(arguments): result" (schemas.session_text)
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("name", self.name)
         check_conversation(self.conversation)
+        check_tokens(self.tokens, len(self.name) + len(self.arguments) + len(self.result) + 9)
         check_int("call_index", self.call_index, high=INT32_MAX)  # an Avro int
         for name in ("arguments", "result"):
             # also for events put on the log by others: deeper JSON would break every context read after
@@ -160,11 +165,13 @@ class AnswerGiven:
     output_tokens: int | None = None
     conversation: str | None = None  # v2
     original: str | None = None  # v2
+    tokens: int | None = None  # v3: token count of the answer (schemas.session_text)
 
     def __post_init__(self) -> None:
         check_name("exchange_id", self.exchange_id)
         check_text("answer", self.answer, allow_empty=True)
         check_conversation(self.conversation)
+        check_tokens(self.tokens, len(self.answer))
 
 
 @dataclass(frozen=True)
@@ -273,6 +280,12 @@ class ThreadPurged:
 
     def __post_init__(self) -> None:
         check_name("conversation", self.conversation)
+
+
+def check_tokens(tokens: int | None, chars: int) -> None:
+    """A carried token count: none, or at most the UTF-8 bytes its text can hold (a token is at least one)."""
+    if tokens is not None and check_int("tokens", tokens) > 4 * chars:
+        raise InvalidEvent("tokens", f"is more than its text of {chars} characters can hold")
 
 
 def check_conversation(value: str | None) -> None:

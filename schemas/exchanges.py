@@ -3,7 +3,9 @@
 The HTTP API validates a request once with pydantic and converts it into these values; Python
 callers that hold a plain dict convert it with `ReportedExchange.from_payload`. Either way the events are
 built here, whole (`exchange_events`) or one streamed part at a time (`part_event`), so every face
-refuses the same input naming the same field. Pure: no I/O.
+refuses the same input naming the same field. Given the session's tokenizer (`count_tokens`), each
+event carries the token count of the text it adds to its session (schemas.session_text), so the
+projections never count it again. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from schemas.events import (
     json_text,
     now_ms,
 )
+from schemas.session_text import TokenCount, count_of, question_text, tool_call_text
 
 EXCHANGE_FIELDS = frozenset(
     {
@@ -180,32 +183,60 @@ class AnswerPart:
 
 ExchangePart = QuestionPart | ToolCallPart | AnswerPart
 
+# Counting tokens takes about 0.17 ms a KB (cl100k_base, one core): an exchange whose text is longer than
+# this is built off the event loop (tiktoken releases the GIL), so a large tool result holds up no other request.
+OFF_LOOP_CHARS = 16_384
 
-def exchange_events(exchange: ReportedExchange, *, producer: str, now: int | None = None) -> list[ExchangeEvent]:
-    """The exchange's events, in order, sharing one exchange id and one batch's routing."""
+
+def text_size(item: ReportedExchange | ExchangePart) -> int:
+    """About how many characters building `item`'s events counts: its JSON text as received when known;
+    else its texts, a tool call (JSON values, not yet text) counted as large."""
+    if item.original is not None:
+        return len(item.original)
+    if isinstance(item, ReportedExchange):
+        return len(item.question) + len(item.answer or "") + (OFF_LOOP_CHARS if item.tool_calls else 0)
+    if isinstance(item, QuestionPart):
+        return len(item.question)
+    if isinstance(item, AnswerPart):
+        return len(item.answer)
+    return OFF_LOOP_CHARS
+
+
+def exchange_events(
+    exchange: ReportedExchange, *, producer: str, now: int | None = None, count_tokens: TokenCount | None = None
+) -> list[ExchangeEvent]:
+    """The exchange's events, in order, sharing one exchange id and one batch's routing; with
+    `count_tokens`, each carrying its text's count."""
     route = exchange.route
     key = exchange.idempotency_key
     envelope = _envelope(route, producer, key, exchange.trace_id, now)
     exchange_id = exchange.exchange_id or exchange_id_for(route.tenant, route.subject, key)
+    count = count_tokens
     events: list[ExchangeEvent] = [
-        _question(envelope, exchange_id, route, exchange.question, exchange.channel, exchange.asker, exchange.original)
+        _question(
+            envelope, exchange_id, route, exchange.question, exchange.channel, exchange.asker, exchange.original, count
+        )
     ]
     for index, call in enumerate(exchange.tool_calls):
-        events.append(_tool_call(_next(envelope), exchange_id, route, index, call, None, f"tool_calls[{index}]"))
+        events.append(_tool_call(_next(envelope), exchange_id, route, index, call, None, count, f"tool_calls[{index}]"))
     if exchange.answer is not None:
-        events.append(_answer(_next(envelope), exchange_id, route, exchange.answer, exchange.model, None))
+        events.append(_answer(_next(envelope), exchange_id, route, exchange.answer, exchange.model, None, count))
     return events
 
 
-def part_event(exchange_id: str, part: ExchangePart, *, producer: str) -> ExchangeEvent:
+def part_event(
+    exchange_id: str, part: ExchangePart, *, producer: str, count_tokens: TokenCount | None = None
+) -> ExchangeEvent:
     """The event of one streamed part; only the question carries the idempotency key."""
     route = part.route
+    count = count_tokens
     if isinstance(part, QuestionPart):
         envelope = _envelope(route, producer, part.idempotency_key)
-        return _question(envelope, exchange_id, route, part.question, part.channel, part.asker, part.original)
+        return _question(envelope, exchange_id, route, part.question, part.channel, part.asker, part.original, count)
     if isinstance(part, ToolCallPart):
-        return _tool_call(_envelope(route, producer), exchange_id, route, part.call_index, part.call, part.original)
-    return _answer(_envelope(route, producer), exchange_id, route, part.answer, part.model, part.original)
+        envelope = _envelope(route, producer)
+        return _tool_call(envelope, exchange_id, route, part.call_index, part.call, part.original, count)
+    return _answer(_envelope(route, producer), exchange_id, route, part.answer, part.model, part.original, count)
 
 
 def exchange_id_for(tenant: str, subject: str, idempotency_key: str | None) -> str:
@@ -271,9 +302,19 @@ def _question(
     channel: str,
     asker: str | None,
     original: str | None,
+    count: TokenCount | None,
 ) -> QuestionAsked:
+    text = encodable(question)
+    shown = question_text(text, thread=envelope.thread, asker=asker, subject=envelope.subject)
     return QuestionAsked(
-        envelope, exchange_id, encodable(question), channel, asker, conversation=route.conversation, original=original
+        envelope,
+        exchange_id,
+        text,
+        channel,
+        asker,
+        conversation=route.conversation,
+        original=original,
+        tokens=count_of(shown, count),
     )
 
 
@@ -284,6 +325,7 @@ def _tool_call(
     index: int,
     call: ToolUse,
     original: str | None,
+    count: TokenCount | None,
     where: str = "",
 ) -> ToolCalled:
     """`where` prefixes the fields an error names: a whole exchange's calls are `tool_calls[i]`."""
@@ -292,17 +334,21 @@ def _tool_call(
         return f"{where}.{name}" if where else name
 
     try:
+        name = encodable(call.name)
+        arguments = encodable(json_text(named("arguments"), call.arguments))
+        result = encodable(json_text(named("result"), call.result))
         return ToolCalled(
             envelope=envelope,
             exchange_id=exchange_id,
             call_index=index,
-            name=encodable(call.name),
-            arguments=encodable(json_text(named("arguments"), call.arguments)),
-            result=encodable(json_text(named("result"), call.result)),
+            name=name,
+            arguments=arguments,
+            result=result,
             ok=call.ok,
             duration_ms=call.duration_ms,
             conversation=route.conversation,
             original=original,
+            tokens=count_of(tool_call_text(name, arguments, result), count),
         )
     except InvalidEvent as exc:
         if not where or exc.field.startswith(where):
@@ -311,13 +357,21 @@ def _tool_call(
 
 
 def _answer(
-    envelope: Envelope, exchange_id: str, route: Route, answer: str, model: str | None, original: str | None
+    envelope: Envelope,
+    exchange_id: str,
+    route: Route,
+    answer: str,
+    model: str | None,
+    original: str | None,
+    count: TokenCount | None,
 ) -> AnswerGiven:
+    text = encodable(answer)
     return AnswerGiven(
         envelope,
         exchange_id,
-        encodable(answer),
+        text,
         model=None if model is None else encodable(model),
         conversation=route.conversation,
         original=original,
+        tokens=count_of(text, count),
     )

@@ -36,7 +36,8 @@ from schemas.events import (
     record_key,
     to_record,
 )
-from schemas.exchanges import ReportedExchange, exchange_events
+from schemas.exchanges import OFF_LOOP_CHARS, ReportedExchange, exchange_events, text_size
+from schemas.session_text import TokenCount
 from streams.sealer import Sealer, Who
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,18 @@ class EventProducer:
         sealer: encrypts the personal fields of subject events with the subject's data key.
     """
 
-    def __init__(self, settings: Settings, codec: Codec, *, sealer: Sealer, idempotence: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        codec: Codec,
+        *,
+        sealer: Sealer,
+        idempotence: bool = True,
+        count_tokens: TokenCount | None = None,
+    ) -> None:
+        """`count_tokens`: the session's tokenizer; exchange events built here carry their text's count."""
         self._settings = settings
+        self.count_tokens = count_tokens
         self._codec = codec
         self._sealer = sealer
         self._idempotence = idempotence
@@ -157,7 +168,11 @@ class EventProducer:
         """
         if not isinstance(exchange, ReportedExchange):
             exchange = ReportedExchange.from_payload(exchange)
-        events = exchange_events(exchange, producer=self._settings.producer_name)
+        name, count = self._settings.producer_name, self.count_tokens
+        if count is not None and text_size(exchange) > OFF_LOOP_CHARS:  # counting would hold the event loop
+            events = await asyncio.to_thread(exchange_events, exchange, producer=name, count_tokens=count)
+        else:
+            events = exchange_events(exchange, producer=name, count_tokens=count)
         position = await self.produce(list(events))
         return Recorded(events[0].exchange_id, position)
 

@@ -10,9 +10,11 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from config.settings import Settings
 from memlog.services import Services
+from projections.tokens import TokenCounter
 from schemas.errors import ServiceSetupError
-from schemas.events import from_record, record_key
+from schemas.events import AnswerGiven, QuestionAsked, ToolCalled, from_record, record_key
 from schemas.exchanges import ReportedExchange, exchange_events
+from schemas.session_text import added_text
 from streams.topics import check_retention, ensure_topics
 from tests.kafka import consume_all
 
@@ -61,7 +63,9 @@ async def test_topics_keep_what_a_replay_needs_and_a_worker_refuses_topics_that_
         await admin.close()
 
 
-async def test_an_exchange_is_one_batch_in_order_on_its_subjects_partition(services: Services) -> None:
+async def test_an_exchange_is_one_batch_in_order_on_its_subjects_partition(
+    services: Services, count_tokens: TokenCounter
+) -> None:
     settings = services.settings
     payload = {
         "tenant": "castle",
@@ -87,6 +91,14 @@ async def test_an_exchange_is_one_batch_in_order_on_its_subjects_partition(servi
     [opened] = await services.sealer.open_many([(first.full_name, first.record)])
     assert isinstance(opened, dict) and opened["question"] == "q"
     assert from_record(first.full_name, opened).exchange_id == recorded.exchange_id
+    # each event carries the token count of the text it adds to the session, so no projection counts it
+    decoded = [services.codec.decode(v) for *_, v in records[:4]]
+    opened_all = await services.sealer.open_many([(d.full_name, d.record) for d in decoded])
+    events = [from_record(d.full_name, r) for d, r in zip(decoded, opened_all, strict=True) if isinstance(r, dict)]
+    exchange = [e for e in events if isinstance(e, QuestionAsked | ToolCalled | AnswerGiven)]
+    assert len(exchange) == 4
+    assert [e.tokens for e in exchange] == [count_tokens(added_text(e)) for e in exchange]
+    assert all(e.tokens for e in exchange)
 
 
 async def test_events_of_any_one_subject_always_share_a_partition(services: Services) -> None:

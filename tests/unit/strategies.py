@@ -53,14 +53,16 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
     exchange_id = draw(names)
     kind = draw(st.sampled_from(["question", "tool", "answer", "fold", "reset", "operation"]))
     if kind == "question":
+        question = draw(texts.filter(bool))
         return QuestionAsked(
             env,
             exchange_id,
-            draw(texts.filter(bool)),
+            question,
             draw(st.sampled_from(["v1", "v2", "askx"])),
             draw(st.none() | names),
             conversation=draw(st.none() | names),
             original=draw(st.none() | st.just('{"q":"\\u0000\\ud800"}') | texts),
+            tokens=draw(st.none() | st.integers(0, len(question))),  # v4: a carried count
         )
     if kind == "operation":
         source, target = draw(st.lists(names, min_size=2, max_size=2, unique=True))
@@ -104,14 +106,17 @@ def thread_events(draw: st.DrawFn) -> ThreadEvent:
             json.dumps(draw(json_values)),
             draw(st.booleans()),
             draw(st.none() | st.integers(0, 2**40)),
+            tokens=draw(st.none() | st.integers(0, 9)),  # v3: a carried count
         )
+    answer = draw(texts)
     return AnswerGiven(
         env,
         exchange_id,
-        draw(texts),
+        answer,
         draw(st.none() | names),
         draw(st.none() | st.integers(0, 2**31)),
         draw(st.none() | st.integers(0, 2**31)),
+        tokens=draw(st.none() | st.integers(0, len(answer))),  # v3: a carried count
     )
 
 
