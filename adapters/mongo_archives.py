@@ -168,7 +168,12 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             for ref, meta in last.items():
                 assert meta is not None
                 update: dict[str, Any] = {
-                    "$set": {**_where(ref), "last_seq": meta.last_seq, "subject": meta.subject, "n": counts[ref]},
+                    "$set": {
+                        **_where(ref),
+                        "last_seq": meta.last_seq,
+                        "subject": meta.subject,
+                        **({"n": counts[ref]} if ref in counts else {}),
+                    },
                     "$max": {"last_at": meta.last_at},
                     "$setOnInsert": {
                         "kind": meta.kind,
@@ -197,11 +202,17 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             except BulkWriteError as exc:
                 _ignore_duplicates(exc)  # that conversation holds this position already
 
-    async def _places_held(self, refs: set[ConversationRef]) -> dict[ConversationRef, tuple[int, int]]:
-        """Each conversation's last seq and count of places given (projections/places.py)."""
+    async def _places_held(self, refs: set[ConversationRef]) -> dict[ConversationRef, tuple[int, int | None]]:
+        """Each conversation's last seq and count of places given (projections/places.py); None for a
+        conversation holding entries archived before there were places (no count on its document)."""
         ids = {conversation_id(ref): ref for ref in refs}
         docs = await self._conversations.find({"_id": {"$in": list(ids)}}, {"last_seq": 1, "n": 1}).to_list()
-        return {ids[d["_id"]]: (int(d.get("last_seq", -1)), int(d.get("n", 0))) for d in docs if d["_id"] in ids}
+        held: dict[ConversationRef, tuple[int, int | None]] = {}
+        for doc in docs:
+            last_seq = int(doc.get("last_seq", -1))
+            count = int(doc["n"]) if doc.get("n") is not None else (0 if last_seq < 0 else None)
+            held[ids[doc["_id"]]] = (last_seq, count)
+        return held
 
     async def _archive_generation(self, op: ArchiveGeneration) -> None:
         where = {**_where(op.ref), "seq": {"$lt": op.before}, "reset_at": NEVER}
@@ -262,7 +273,10 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             if found is not None:
                 source = _meta(found)
                 moved = _meta_doc(replace(source, ref=target, created_by=op.before, open_exchange=None))
-                moved["n"] = int(found.get("n", 0))  # the moved entries keep their places
+                if "n" in found:
+                    moved["n"] = int(found["n"])  # the moved entries keep their places
+                else:
+                    moved.pop("n", None)  # archived before places: the target gives none either
                 await self._conversations.replace_one({"_id": moved["_id"]}, moved)
                 if source.last_seq < op.before:
                     await self._conversations.delete_one({"_id": conversation_id(op.ref)})

@@ -19,21 +19,24 @@ from itertools import pairwise
 
 from projections.archives import ConversationRef, Entry
 
-Held = Mapping[ConversationRef, tuple[int, int]]  # a conversation's (last seq, count of places given)
+# a conversation's (last seq, count of places given); count None: it holds entries archived before there
+# were places, so it gives none (a place after unplaced entries would hide them from its neighbours)
+Held = Mapping[ConversationRef, tuple[int, int | None]]
 
 
 def number(entries: Sequence[Entry], held: Held) -> tuple[list[Entry], dict[ConversationRef, int]]:
-    """The entries (in log order) with their places, and each conversation's count after them."""
+    """The entries (in log order) with their places, and the count after them of each conversation that
+    gives places."""
     last = dict(held)
     placed = []
     for entry in entries:
         last_seq, count = last.get(entry.ref, (-1, 0))
-        if entry.seq <= last_seq:
-            placed.append(entry)  # applied before: its document holds its place
+        if entry.seq <= last_seq or count is None:
+            placed.append(entry)  # applied before (its document holds its place), or no places here
             continue
         placed.append(replace(entry, n=count))
         last[entry.ref] = (entry.seq, count + 1)
-    return placed, {ref: count for ref, (_, count) in last.items()}
+    return placed, {ref: count for ref, (_, count) in last.items() if count is not None}
 
 
 def wanted(hits: Iterable[Entry], radius: int) -> set[int]:

@@ -347,3 +347,31 @@ async def test_a_hole_in_the_places_never_shows_the_wrong_neighbour(settings: Se
     finally:
         await client.drop_database(settings.mongo_db_name)
         await client.close()
+
+
+async def test_entries_archived_before_places_stay_neighbours_of_later_ones(settings: Settings) -> None:
+    """A conversation archived by a memlog without places (no `n` on its entries nor its document): later
+    entries get no place either, so their neighbours still include the older ones (read by range)."""
+    client = mongo_client(settings.mongo)
+    database = client[settings.mongo_db_name]
+    store = MongoConversationArchive(database)
+    try:
+        await store.prepare()
+        log = Log()
+        for n in range(3):
+            await _apply(store, log.exchange(n, f"q {n}", f"a {n}"))
+        await database["entries"].update_many({}, {"$unset": {"n": ""}})
+        await database["conversations"].update_many({}, {"$unset": {"n": ""}})
+        await _apply(store, log.exchange(3, "q 3", "a 3"))
+        await _apply(store, log.add(ThreadRenamed(_env(), "main", "older")))
+        every = await store.entries(MAIN, scope="history", snapshot=1_000)
+        older = await store.entries(replace_conv("older"), scope="history", snapshot=1_000)
+        assert every == [] and [e.n for e in older] == [None] * 8
+        first_new = older[6]
+        near = await store.neighbours(replace_conv("older"), [first_new.seq], 1, 1_000, older)
+        assert [e.seq for e in near[first_new.seq]] == [older[5].seq, older[7].seq]
+        await _apply(store, log.exchange(4, "q 4", "a 4", conversation="older"))
+        assert [e.n for e in await store.entries(replace_conv("older"), scope="history", snapshot=1_000)] == [None] * 10
+    finally:
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()

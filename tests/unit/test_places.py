@@ -36,6 +36,12 @@ def test_places_follow_the_count_and_skip_what_was_applied() -> None:
     assert counts == {REF: 6, OTHER: 1}
 
 
+def test_a_conversation_archived_before_places_gives_none() -> None:
+    placed, counts = number([entry(5), entry(7, OTHER)], {REF: (3, None)})
+    assert [e.n for e in placed] == [None, 0]  # REF holds entries without places: a place would hide them
+    assert counts == {OTHER: 1}
+
+
 @given(
     gaps=st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=40),
     data=st.data(),
