@@ -273,10 +273,8 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             if found is not None:
                 source = _meta(found)
                 moved = _meta_doc(replace(source, ref=target, created_by=op.before, open_exchange=None))
-                if "n" in found:
-                    moved["n"] = int(found["n"])  # the moved entries keep their places
-                else:
-                    moved.pop("n", None)  # archived before places: the target gives none either
+                if "n" in found:  # the moved entries keep their places (without a count: none given)
+                    moved["n"] = int(found["n"])
                 await self._conversations.replace_one({"_id": moved["_id"]}, moved)
                 if source.last_seq < op.before:
                     await self._conversations.delete_one({"_id": conversation_id(op.ref)})

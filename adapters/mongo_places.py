@@ -48,8 +48,9 @@ class ArchiveNeighbourReads:
         self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, known: Sequence[Entry] = ()
     ) -> dict[int, list[Entry]]:
         mine = [e for e in known if e.ref == ref]
-        hits = [e for e in mine if e.seq in set(seqs)]
-        if len({h.seq for h in hits}) == len(set(seqs)):
+        asked = set(seqs)
+        hits = [e for e in mine if e.seq in asked]
+        if len({h.seq for h in hits}) == len(asked):
             placed = await self._by_place(ref, hits, radius, snapshot, mine)
             if placed is not None:
                 return placed
