@@ -89,6 +89,9 @@ SEGMENT_FIELD = "seg:"  # + the asker: a shared thread's summary part, in its he
 ASKER_FIELD = "ask:"  # + the subject: someone who has had lines in a shared thread, in its head
 
 
+READY_BYTES = READY_FORMAT.encode()
+
+
 class RedisSessionStore:
     """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v` (head, exchanges, order, ready context), the subject's
     shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
@@ -270,16 +273,15 @@ class RedisSessionStore:
                 raw_head, (fmt, pos, held), texts, views, order = await pipe.execute()
         if not raw_head:
             return None
-        fields = {_text(k): _text(v) for k, v in raw_head.items()}
+        fields = {k.decode(): v.decode() for k, v in raw_head.items()}
         if (
-            fmt is not None
-            and fmt.decode() == READY_FORMAT
+            fmt == READY_BYTES
             and pos is not None
             and pos.decode() == fields.get("pos")
             and held is not None
             and int(held) == len(order)
         ):
-            ids = tuple(_text(exchange_id) for exchange_id in order)
+            ids = tuple(map(bytes.decode, order))  # the hot path: decoded in C, not per id in Python
             return ReadyThread.of(key, _head(fields), _version(fields), ids, texts or b"", views or b"")
         return await self._ready_from_exchanges(key)
 
@@ -374,12 +376,16 @@ def _fragments(write: SessionWrite) -> tuple[bytes, bytes]:
     return (b"", b"") if exchange is None else exchange_fragments(exchange)
 
 
+def _texts(raw: dict[Any, Any]) -> dict[str, str]:
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
 def _version(fields: dict[str, str]) -> str:
     return thread_version(int(fields.get("pos", -1)), int(fields.get("ver", 0)))
 
 
 def _head(raw: dict[Any, Any]) -> SessionHead:
-    fields = {_text(k): _text(v) for k, v in raw.items()}
+    fields = _texts(raw)
     segments = []
     for name, value in fields.items():
         if name.startswith(SEGMENT_FIELD):

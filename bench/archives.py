@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import os
 import random
-import statistics
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pymongo.errors import PyMongoError
 
 from adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
-from bench.projection import on_local_stack
+from bench.projection import interleaved, on_local_stack, quantiles
 from config.settings import Settings
 from memlog.conversations import Conversations
 from memlog.services import open_services
@@ -97,27 +95,6 @@ def entry(rng: random.Random, number: int) -> Entry:
     )
 
 
-async def latencies(calls: list[Callable[[int], Awaitable[Any]]], rounds: int) -> list[list[float]]:
-    """Each call's latencies (ms) over the same rounds, interleaved: round i runs every call on query i,
-    starting from a different one each round, so the machine's noise falls on all of them alike. A
-    warm-up round of each comes first, untimed."""
-    for call in calls:
-        await call(0)
-    taken: list[list[float]] = [[] for _ in calls]
-    for i in range(rounds):
-        for k in range(len(calls)):
-            which = (i + k) % len(calls)
-            started = time.perf_counter()
-            await calls[which](i)
-            taken[which].append((time.perf_counter() - started) * 1000)
-    return taken
-
-
-def quantiles(values: list[float]) -> tuple[float, float]:
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return cuts[49], cuts[98]
-
-
 async def main(settings: Settings) -> None:
     rng = random.Random(7)
     kept = os.environ.get("MEMLOG_BENCH_ARCHIVE_NAMESPACE")  # reuse (and keep) entries a run loaded there
@@ -155,7 +132,7 @@ async def main(settings: Settings) -> None:
             )
             return await raw_entries.find(filter_, {"terms": 0}).to_list()
 
-        raw_ms, search_ms, bare_ms = await latencies([raw, search, bare], QUERIES)
+        raw_ms, search_ms, bare_ms = await interleaved([raw, search, bare], QUERIES)
         example = store.candidate_query(
             "bench", "session", owners[0], sorted(set(tokens(queries[0]))), conversation=None
         )
@@ -183,7 +160,7 @@ async def across(services: Any, queries: list[str], rng: random.Random) -> None:
 
     example = MongoArchiveSearch.across_query("bench", sorted(set(tokens(queries[0]))), agent=agents[0])
     candidates = len(await entries.find(example, CANDIDATE_FIELDS).to_list())
-    raw_ms, search_ms = await latencies([raw, search], ACROSS_QUERIES)
+    raw_ms, search_ms = await interleaved([raw, search], ACROSS_QUERIES)
     raw_p50, raw_p99 = quantiles(raw_ms)
     p50, p99 = quantiles(search_ms)
     print(f"\nacross an agent's threads ({AGENTS:,} agents, 100 threads each; {candidates:,} candidates for the first)")

@@ -3,19 +3,23 @@
 Prints p50 / p99 of: a raw Redis GET of the context's JSON (the floor), the session store's read
 (the decoded session; and the ready form, where the store keeps one), the evidence join every read
 makes (one query of the trace store for the runs that served the exchanges), the context read over the HTTP
-API, and the same read with `If-None-Match` (a 304). Ratios are to the floor of the same run.
+API, and the same read with `If-None-Match` (a 304). Ratios are to the floor of the same run. Every
+round runs each of them once, interleaved after a warm-up, so the machine's noise falls on all alike,
+in two groups each with its own floor: the store's reads, then the rest (HTTP's server and client
+slow a GET interleaved with them).
 No assertions: shared machines are noisy.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 import redis.asyncio as aioredis
 
-from bench.projection import latencies, on_local_stack
+from bench.projection import interleaved, on_local_stack, quantiles
 from bench.threads import exchange
 from config.settings import Settings
 from memlog.api.models import Context
@@ -66,42 +70,39 @@ async def run(settings: Settings) -> None:
                 key = ThreadKey.session("bench", subject)
                 blob = f"{settings.redis_prefix}:bench:context:{size}"
                 await redis.set(blob, body)
-                floor = await latencies(lambda blob=blob: redis.get(blob), READS)  # type: ignore[misc]
-                store = await latencies(lambda key=key: services.sessions.read(key), READS)  # type: ignore[misc]
-                ready_read = getattr(services.sessions, "read_ready", None)
-                ready = (
-                    await latencies(lambda key=key, read=ready_read: read(key), READS)  # type: ignore[misc]
-                    if ready_read
-                    else None
-                )
                 ids = [str(view["exchange_id"]) for view in response.json()["exchanges"]]
-                join = await latencies(
-                    lambda subject=subject, ids=ids: services.evidence.runs("bench", "session", subject, ids),  # type: ignore[misc]
-                    READS,
-                )
-                recomputed = await latencies(lambda subject=subject: slow_read(services, subject), READS)  # type: ignore[misc]
-                over_http = await latencies(lambda url=url: http.get(url), READS)  # type: ignore[misc]
-                http_floor = await latencies(lambda: http.get("/healthz"), READS)
                 etag = response.headers.get("etag")
-                cached = (
-                    await latencies(
-                        lambda url=url, etag=etag: http.get(url, headers={"If-None-Match": etag}),  # type: ignore[misc]
-                        READS,
+                ready_read = getattr(services.sessions, "read_ready", None)
+                floor_label = "raw Redis GET of the same bytes (the floor)"
+                store: dict[str, Callable[[int], Awaitable[object]]] = {
+                    floor_label: lambda _, blob=blob: redis.get(blob),
+                    "store read, decoded session": lambda _, key=key: services.sessions.read(key),
+                }
+                if ready_read is not None:
+                    store["store read, ready form"] = lambda _, key=key, read=ready_read: read(key)
+                around: dict[str, Callable[[int], Awaitable[object]]] = {
+                    floor_label: lambda _, blob=blob: redis.get(blob),
+                    "evidence: the traces' runs of its exchanges": lambda _, subject=subject, ids=ids: (
+                        services.evidence.runs("bench", "session", subject, ids)
+                    ),
+                    "the read recomputed in process (no ready context)": lambda _, subject=subject: slow_read(
+                        services, subject
+                    ),
+                    "an HTTP round trip to the API (GET /healthz)": lambda _: http.get("/healthz"),
+                    "context read over the HTTP API": lambda _, url=url: http.get(url),
+                }
+                if etag:
+                    around["... with If-None-Match (304)"] = lambda _, url=url, etag=etag: http.get(
+                        url, headers={"If-None-Match": etag}
                     )
-                    if etag
-                    else None
-                )
-                print(f"\ncontext of a {size}-exchange session ({len(body):,} bytes as JSON):")
-                report("raw Redis GET of the same bytes (the floor)", floor)
-                report("store read, decoded session", store, floor)
-                if ready is not None:
-                    report("store read, ready form", ready, floor)
-                report("evidence: the traces' runs of its exchanges", join, floor)
-                report("the read recomputed in process (no ready context)", recomputed, floor)
-                report("an HTTP round trip to the API (GET /healthz)", http_floor, floor)
-                report("context read over the HTTP API", over_http, floor)
-                if cached is not None:
-                    report("... with If-None-Match (304)", cached, floor)
+                print(f"\ncontext of a {size}-exchange session ({len(body):,} bytes as JSON), {READS} rounds:")
+                for title, calls in (("the store's reads", store), ("the rest of a read, and HTTP", around)):
+                    taken = dict(zip(calls, await interleaved(list(calls.values()), READS), strict=True))
+                    floor = quantiles(taken.pop(floor_label))
+                    print(f" {title}, interleaved with the floor:")
+                    report(floor_label, floor)
+                    for label, samples in taken.items():
+                        report(label, quantiles(samples), floor)
             await redis.aclose()
     finally:
         api.stop()

@@ -16,6 +16,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import redis.asyncio as aioredis
@@ -132,6 +133,28 @@ async def latencies(call: object, count: int = READS) -> tuple[float, float]:
         samples.append(time.perf_counter() - started)
     samples.sort()
     return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
+
+
+async def interleaved(calls: list[Callable[[int], Awaitable[Any]]], rounds: int) -> list[list[float]]:
+    """Each call's latencies (ms) over the same rounds, interleaved: round i runs every call on query i,
+    starting from a different one each round, so the machine's noise falls on all of them alike. A
+    warm-up round of each comes first, untimed."""
+    for call in calls:
+        await call(0)
+    taken: list[list[float]] = [[] for _ in calls]
+    for i in range(rounds):
+        for k in range(len(calls)):
+            which = (i + k) % len(calls)
+            started = time.perf_counter()
+            await calls[which](i)
+            taken[which].append((time.perf_counter() - started) * 1000)
+    return taken
+
+
+def quantiles(values: list[float]) -> tuple[float, float]:
+    """p50 and p99."""
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return cuts[49], cuts[98]
 
 
 def on_local_stack(run: Callable[[Settings], Awaitable[None]]) -> None:
