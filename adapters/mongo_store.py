@@ -16,6 +16,8 @@ from projections.facts import Fact, SubjectFacts
 from projections.ports import FACT_SLOT_SECONDS, Clock, HeldFacts, utc_now
 from projections.position import Position
 from projections.sealing import subject_ref
+from projections.session import ThreadKey
+from projections.traces import merge_served, served_threads
 from schemas.errors import Conflict, StoreRefused, StoreUnavailable
 
 DUPLICATE_KEY = 11000
@@ -258,6 +260,19 @@ class MongoTraceStore:
                 {"_id": f"{len(tenant)}:{tenant}:{run_id}", "expires_at": {"$gt": now_ms}}, {"expires": 0}
             )
         return doc
+
+    async def served_threads(self, now_ms: int) -> dict[ThreadKey, int]:
+        query = {"exchange_thread": {"$ne": None}, "expires_at": {"$gt": now_ms}}
+        fields = {"_id": 0, "tenant": 1, "exchange_thread": 1, "expires_at": 1}
+        served: dict[ThreadKey, int] = {}
+        batch: list[dict[str, Any]] = []
+        with mongo_errors():
+            async for doc in self._traces.find(query, fields, batch_size=1000):
+                batch.append(doc)
+                if len(batch) >= 1000:
+                    served = merge_served(served, served_threads(batch, now_ms))
+                    batch.clear()
+        return merge_served(served, served_threads(batch, now_ms))
 
     async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
         if not exchange_ids:

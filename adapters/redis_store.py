@@ -79,6 +79,12 @@ def thread_base(prefix: str, key: ThreadKey) -> str:
     return f"{prefix}:{{{key.thread}:{_part(key.tenant)}:{_part(key.owner)}}}"
 
 
+def served_key(prefix: str, key: ThreadKey) -> str:
+    """The thread's served mark (`ServedMarks`): beside its other keys, in the same slot, with the
+    expiry of the latest run that serves it."""
+    return f"{thread_base(prefix, key)}:e"
+
+
 def lines_index(prefix: str, tenant: str, subject: str) -> str:
     """The shared threads (public, automation) a subject has lines (or a part of the summary) in: a
     sorted set scored by the threads' expiry, itself kept as long as the longest-lived of them."""
@@ -93,7 +99,8 @@ READY_BYTES = READY_FORMAT.encode()
 
 
 class RedisSessionStore:
-    """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v` (head, exchanges, order, ready context), the subject's
+    """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v` (head, exchanges, order, ready context) and
+    `:e` (its served mark), the subject's
     shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
@@ -109,6 +116,7 @@ class RedisSessionStore:
         self._erase_lines = client.register_script(ERASE_LINES)
         self._store_ready = client.register_script(STORE_READY)
         self._cluster = isinstance(client, RedisCluster)  # runs no script inside a pipeline
+        self._marks_complete = f"{prefix}:served-marks"  # ServedMarks: every stored run has marked its thread
 
     def _keys(self, key: ThreadKey) -> tuple[str, str, str, str, str, str]:
         """Head, exchanges, order, and the ready context: its lengths, texts and views."""
@@ -270,7 +278,8 @@ class RedisSessionStore:
                 pipe.get(texts_key)
                 pipe.get(views_key)
                 pipe.lrange(order_key, 0, -1)
-                raw_head, (fmt, pos, held), texts, views, order = await pipe.execute()
+                pipe.exists(served_key(self._prefix, key))
+                raw_head, (fmt, pos, held), texts, views, order, served = await pipe.execute()
         if not raw_head:
             return None
         fields = {k.decode(): v.decode() for k, v in raw_head.items()}
@@ -282,7 +291,9 @@ class RedisSessionStore:
             and int(held) == len(order)
         ):
             ids = tuple(map(bytes.decode, order))  # the hot path: decoded in C, not per id in Python
-            return ReadyThread.of(key, _head(fields), _version(fields), ids, texts or b"", views or b"")
+            return ReadyThread.of(
+                key, _head(fields), _version(fields), ids, texts or b"", views or b"", served=bool(served)
+            )
         return await self._ready_from_exchanges(key)
 
     async def _ready_from_exchanges(self, key: ThreadKey) -> ReadyThread | None:
@@ -301,8 +312,9 @@ class RedisSessionStore:
                 keys=[head_key, order_key, *ready_keys],
                 args=[READY_FORMAT, fields.get("pos", ""), fields.get("ver", "0"), texts, views, *lengths],
             )
+            served = await self._redis.exists(served_key(self._prefix, key))
         ids = tuple(exchange.exchange_id for exchange in session.exchanges)
-        return ReadyThread.of(key, session.head, _version(fields), ids, texts, views)
+        return ReadyThread.of(key, session.head, _version(fields), ids, texts, views, served=bool(served))
 
     async def drop(self, key: ThreadKey) -> None:
         with redis_errors():
@@ -319,13 +331,32 @@ class RedisSessionStore:
         session = self._keys(ThreadKey.session(tenant, subject))
         with redis_errors():
             exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
-            await self._redis.delete(*session)
+            await self._redis.delete(*session, served_key(self._prefix, ThreadKey.session(tenant, subject)))
             lines = parts = 0
             for key in await self._shared_threads(tenant, subject):
                 removed, part = await self._erase_lines(keys=list(self._keys(key)), args=[subject])
                 lines, parts = lines + int(removed), parts + int(part)
             await self._redis.delete(lines_index(self._prefix, tenant, subject))
         return {"session_exchanges": exchanges, "shared_thread_lines": lines, "shared_thread_summaries": parts}
+
+    async def mark_served(self, served: dict[ThreadKey, int]) -> None:
+        if not served:
+            return
+        with redis_errors():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key, until_ms in served.items():
+                    mark = served_key(self._prefix, key)
+                    pipe.set(mark, b"1", nx=True, pxat=until_ms)  # one already past is gone at once
+                    pipe.pexpireat(mark, until_ms, gt=True)  # a later run's end extends it, never shortens
+                await pipe.execute()
+
+    async def served_marks_complete(self) -> bool:
+        with redis_errors():
+            return bool(await self._redis.exists(self._marks_complete))
+
+    async def complete_served_marks(self) -> None:
+        with redis_errors():
+            await self._redis.set(self._marks_complete, b"1")
 
     async def export_subject(self, tenant: str, subject: str) -> dict[str, Any]:
         session = await self.read(ThreadKey.session(tenant, subject))

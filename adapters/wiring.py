@@ -8,6 +8,7 @@ server, the worker and replay all open their stores here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,17 @@ Prepare = Callable[[], Awaitable[None]]
 async def _prepare_all(prepares: tuple[Prepare, ...]) -> None:
     for prepare in prepares:
         await prepare()
+
+
+async def mark_served_threads(traces: TraceStore, sessions: SessionStore) -> None:
+    """Complete a namespace's served marks (`ServedMarks`) where they are not: runs stored before there
+    were marks, or marks a Redis lost with the rest of its keys. Every unexpired run's thread is marked,
+    then the marks are recorded complete; from then on the trace projection marks each run it stores.
+    Idempotent, and done once: later calls read one key."""
+    if await sessions.served_marks_complete():
+        return
+    await sessions.mark_served(await traces.served_threads(int(time.time() * 1000)))
+    await sessions.complete_served_marks()
 
 
 @dataclass(frozen=True)
@@ -129,10 +141,15 @@ def open_stores(
             if batch:
                 await redis.delete(*batch)
 
+    sessions = RedisSessionStore(redis, scoped.redis_prefix)
+
+    async def mark_served() -> None:
+        await mark_served_threads(traces, sessions)
+
     return Stores(
         namespace=namespace,
         database=database,
-        sessions=RedisSessionStore(redis, scoped.redis_prefix),
+        sessions=sessions,
         counters=RedisCounters(redis, scoped.redis_prefix),
         archive_checkpoints=MongoCheckpoints(database, "archive"),
         facts=facts,
@@ -148,6 +165,7 @@ def open_stores(
             archive_search.prepare,
             facts.prepare,
             traces.prepare,
+            mark_served,  # after the traces' indexes, before anyone reads a context
             idempotency.prepare,
             fact_slots.prepare,
         ),

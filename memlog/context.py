@@ -95,6 +95,7 @@ class ContextReads:
         self._positions = positions
         self._policy = policy
         self._metrics = metrics
+        self._marks_complete = False  # once the namespace's served marks are complete, they stay so
 
     async def session(
         self,
@@ -199,8 +200,15 @@ class ContextReads:
         (empty when nothing: no run names them and every call has answered; the ETag counts it)."""
         if self._evidence is None:  # as `thread` without evidence: the model's defaults
             return without_evidence(ready.exchanges_json), b""
-        spliced = await self._evidence.ready_exchanges(key.tenant, key.thread, key.owner, ready)
+        asks = ready.served or not await self._served_marks_complete()
+        spliced = await self._evidence.ready_exchanges(key.tenant, key.thread, key.owner, ready, asks=asks)
         return (ready.exchanges_json, b"") if spliced is None else (spliced, spliced)
+
+    async def _served_marks_complete(self) -> bool:
+        """Whether a thread without a served mark is one no stored run serves (`ServedMarks`)."""
+        if not self._marks_complete:
+            self._marks_complete = await self._sessions.served_marks_complete()
+        return self._marks_complete
 
     async def _fold_urgently(self, key: ThreadKey) -> bool:
         """seed 000: "Only a session past 42 000 tokens folds before the answer." True once it has."""

@@ -40,11 +40,14 @@ class Evidence:
         now = now_ms()
         return [with_evidence(view, runs, now_ms=now, timeout_ms=self._timeout_ms) for view in views]
 
-    async def ready_exchanges(self, tenant: str, thread: str, owner: str, ready: ReadyThread) -> bytes | None:
+    async def ready_exchanges(
+        self, tenant: str, thread: str, owner: str, ready: ReadyThread, *, asks: bool = True
+    ) -> bytes | None:
         """A ready thread's exchanges' JSON as `exchanges` makes their views, or None when it is the stored
         JSON as it is: no run names any of them, and no call is unanswered (whose status is the clock's).
-        The runs are read on every read (a run may be traced, or its trace expire, at any time)."""
-        runs = await self.runs(tenant, thread, owner, ready.exchange_ids)
+        The runs are read on every read (a run may be traced, or its trace expire, at any time), unless
+        `asks` is False: the thread's served mark says no stored run serves it."""
+        runs = await self.runs(tenant, thread, owner, ready.exchange_ids) if asks else {}
         if not runs and UNANSWERED not in ready.exchanges_json:
             return None
         now = now_ms()

@@ -32,6 +32,7 @@ class Difference:
 
 
 READY_KEYS = ("}:r", "}:t", "}:v")  # adapters.redis_store: a thread's ready context
+SERVED_KEYS = ("}:e", ":served-marks")  # adapters.redis_store: served marks, and that they are complete
 
 
 async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
@@ -43,6 +44,8 @@ async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
                 continue  # the API's idempotency claims: requests, not a projection of the log
             if key.endswith(READY_KEYS):
                 continue  # a thread's ready context: made from its exchanges, kept or made afresh by a read
+            if key.endswith(SERVED_KEYS):
+                continue  # served marks: a read hint that lasts as long as the runs, which may have expired
             kind = (await client.type(raw)).decode()
             if kind == "hash":
                 value: Any = dict(sorted((await client.hgetall(raw)).items()))  # type: ignore[misc]

@@ -62,8 +62,30 @@ class Checkpoints(Protocol):
         ...
 
 
-class SessionStore(Checkpoints, Protocol):
-    """Threads (sessions, public, automation): whole exchanges, a head with the summary, and an expiry."""
+class ServedMarks(Protocol):
+    """Which threads some stored run serves (seed 004's evidence), kept beside the threads, so that a
+    context read of a thread no run serves asks the trace store nothing. A mark only spares a query:
+    a thread marked in error is asked about as before; a mark missing in error would hide evidence,
+    so reads trust a missing mark only once the namespace's marks are complete."""
+
+    async def mark_served(self, served: dict[ThreadKey, int]) -> None:
+        """Some run kept until `served[key]` (epoch ms) serves each thread; a mark lasts until the
+        latest of its runs' ends, and one already past is not written. Idempotent."""
+        ...
+
+    async def served_marks_complete(self) -> bool:
+        """True once every run the namespace's trace store holds has marked its thread."""
+        ...
+
+    async def complete_served_marks(self) -> None:
+        """Record that they have: from now on the trace projection marks every run it stores."""
+        ...
+
+
+class SessionStore(Checkpoints, ServedMarks, Protocol):
+    """Threads (sessions, public, automation): whole exchanges, a head with the summary, and an expiry;
+    and each thread's served mark (`ServedMarks`: `read_ready` reports it as `ReadyThread.served`;
+    a subject's erasure removes their session's)."""
 
     async def load(self, wanted: list[tuple[ThreadKey, str]]) -> Loaded:
         """Heads of sessions and some of their exchanges, as the pure rule needs them (one round trip)."""
@@ -178,6 +200,11 @@ class TraceStore(Checkpoints, Protocol):
         ...
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
+
+    async def served_threads(self, now_ms: int) -> dict[ThreadKey, int]:
+        """Every thread an unexpired run serves, with the latest `expires_at` of its runs there
+        (`projections.traces.served_threads` over every stored run): what the served marks must hold."""
+        ...
 
     async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
         """The unexpired runs that served one of these exchanges of `thread` (its `exchange_thread`, as

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_core import to_json
@@ -79,10 +79,20 @@ class ReadyThread:
     exchange_ids: tuple[str, ...]  # in order: evidence joins the runs that served them at read time
     exchanges_json: bytes  # the JSON array of the exchanges' views (`ready_view`)
     rendered_json: bytes  # the rendered context (summary and exchanges) as a JSON string, quotes included
+    # False only where the store knows no stored run serves the thread (its served mark: seed 004's
+    # evidence then needs no trace query, once the namespace's marks are complete); True: ask
+    served: bool = field(default=True, compare=False)
 
     @classmethod
     def of(
-        cls, key: ThreadKey, head: SessionHead, version: str, ids: tuple[str, ...], texts: bytes, views: bytes
+        cls,
+        key: ThreadKey,
+        head: SessionHead,
+        version: str,
+        ids: tuple[str, ...],
+        texts: bytes,
+        views: bytes,
+        served: bool = True,
     ) -> ReadyThread:
         """From the concatenated fragments as stored (`texts`: the rendered exchanges' string bodies;
         `views`: the views, each after its comma) of the exchanges `ids`, in order."""
@@ -93,6 +103,7 @@ class ReadyThread:
             exchange_ids=ids,
             exchanges_json=b"".join((b"[", memoryview(views)[1:], b"]")),
             rendered_json=b"".join((b'"', json_string_body(lead) if lead else b"", texts, b'"')),
+            served=served,
         )
 
     @classmethod

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from projections.archives import thread_ref
+from projections.archives import parse_thread, thread_ref
 from projections.redaction import Redactor
+from projections.session import ThreadKey
+from schemas.errors import InvalidEvent
 from schemas.events import RunTraced
 
 DAY_MS = 86_400_000
@@ -58,6 +61,31 @@ def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[s
         "call_index": clean.call_index,
         "exchange_thread": None if clean.exchange_id is None else thread_ref(env.thread, env.owner),
     }
+
+
+def served_threads(docs: Iterable[dict[str, Any]], now_ms: int) -> dict[ThreadKey, int]:
+    """The threads these stored runs serve (seed 004: the exchange a run served, in its thread), each with
+    the latest `expires_at` of its runs there: what a context read must ask the traces about. A run
+    that served no exchange, or that has expired by `now_ms`, marks nothing."""
+    served: dict[ThreadKey, int] = {}
+    for doc in docs:
+        ref, expires_at = doc.get("exchange_thread"), int(doc.get("expires_at") or 0)
+        if not isinstance(ref, str) or expires_at <= now_ms:
+            continue
+        try:
+            key = ThreadKey(str(doc["tenant"]), *parse_thread(ref))
+        except InvalidEvent:
+            continue  # not a thread memlog writes: no context read names it
+        served[key] = max(expires_at, served.get(key, 0))
+    return served
+
+
+def merge_served(left: dict[ThreadKey, int], right: dict[ThreadKey, int]) -> dict[ThreadKey, int]:
+    """Two sets of served marks as one: each thread until the later of its two ends."""
+    merged = dict(left)
+    for key, until_ms in right.items():
+        merged[key] = max(until_ms, merged.get(key, 0))
+    return merged
 
 
 def shape(doc: dict[str, Any]) -> dict[str, Any]:

@@ -130,7 +130,8 @@ def build_projections(
         add("facts-activity", "threads", THREAD_EVENTS, FactActivityStep(facts, activity, fact_policy), activity)
     if "traces" in which:
         traces = stores.traces
-        add("traces", "traces", TRACE_EVENTS, TraceStep(traces, settings.redactor(), settings.trace_days), traces)
+        trace_step = TraceStep(traces, stores.sessions, settings.redactor(), settings.trace_days)
+        add("traces", "traces", TRACE_EVENTS, trace_step, traces)
     if "sessions" in which:
         count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
         step = SessionStep(

@@ -23,6 +23,7 @@ from projections.session import (
     after,
     subject_threads,
 )
+from projections.traces import served_threads
 from schemas.events import AUTOMATION_THREAD, PUBLIC_THREAD
 
 
@@ -44,6 +45,8 @@ class InMemorySessionStore(InMemoryCheckpoints):
         self._heads: dict[ThreadKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
         self._exchanges: dict[ThreadKey, dict[str, Exchange]] = {}
         self._edits: dict[ThreadKey, int] = {}  # changes made outside the log's order (erased lines)
+        self._served: dict[ThreadKey, int] = {}  # served marks: until when (epoch ms)
+        self._marks_complete = False
         self.now_ms = 0  # the clock reads consult; tests move it
 
     def _alive(self, key: ThreadKey) -> bool:
@@ -106,7 +109,18 @@ class InMemorySessionStore(InMemoryCheckpoints):
         session = await self.read(key)
         if session is None:
             return None
-        return ReadyThread.of_session(key, session, thread_version(self._heads[key][1], self._edits.get(key, 0)))
+        version = thread_version(self._heads[key][1], self._edits.get(key, 0))
+        return replace(ReadyThread.of_session(key, session, version), served=self._served.get(key, 0) > self.now_ms)
+
+    async def mark_served(self, served: dict[ThreadKey, int]) -> None:
+        for key, until_ms in served.items():
+            self._served[key] = max(until_ms, self._served.get(key, 0))
+
+    async def served_marks_complete(self) -> bool:
+        return self._marks_complete
+
+    async def complete_served_marks(self) -> None:
+        self._marks_complete = True
 
     async def drop(self, key: ThreadKey) -> None:
         self._heads.pop(key, None)
@@ -126,6 +140,7 @@ class InMemorySessionStore(InMemoryCheckpoints):
         session = ThreadKey.session(tenant, subject)
         exchanges = len(self._exchanges[session]) if self._alive(session) else 0
         await self.drop(session)
+        self._served.pop(session, None)
         lines = summaries = 0
         for key in self._shared_threads(tenant):
             held = self._exchanges[key]
@@ -245,6 +260,9 @@ class InMemoryTraceStore(InMemoryCheckpoints):
         ]
         found.sort(key=lambda doc: (doc["started_at"], doc["run_id"]), reverse=True)
         return copy.deepcopy(found[:limit])
+
+    async def served_threads(self, now_ms: int) -> dict[ThreadKey, int]:
+        return served_threads(self._runs.values(), now_ms)
 
     async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
         wanted = set(exchange_ids)

@@ -463,6 +463,45 @@ class SessionStoreContract:
         session = await store.read(KEY)
         assert session is not None and [e.exchange_id for e in session.exchanges] == ["x5"]
 
+    async def test_a_served_mark_is_read_with_the_thread_until_its_last_run_ends(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
+        other = ThreadKey.session("castle", "bob")
+        await self._apply(store, QuestionAsked(_env(clock), "x1", "where?"), 0, clock, count_tokens)
+        await self._apply(store, QuestionAsked(_env(clock), "y1", "who?"), 1, clock, count_tokens, key=other)
+        ready = await store.read_ready(KEY)
+        assert ready is not None and not ready.served
+        await store.mark_served({KEY: clock - 60_000})  # its run has ended already: no mark
+        assert not (await self._read_ready(store, KEY)).served
+        await store.mark_served({KEY: clock + 600_000})
+        await store.mark_served({KEY: clock + 600_000})  # again: idempotent
+        await store.mark_served({KEY: clock + 60_000})  # an earlier end never shortens it
+        await store.mark_served({KEY: clock - 60_000})
+        assert (await self._read_ready(store, KEY)).served
+        assert not (await self._read_ready(store, other)).served  # marks stay with their thread
+        await self._apply(store, AnswerGiven(_env(clock), "x1", "there"), 2, clock, count_tokens)
+        assert (await self._read_ready(store, KEY)).served  # writes keep it
+
+    async def _read_ready(self, store: SessionStore, key: ThreadKey) -> ReadyThread:
+        ready = await store.read_ready(key)
+        assert ready is not None
+        return ready
+
+    async def test_a_subjects_erasure_takes_their_sessions_served_mark(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
+        await self._apply(store, QuestionAsked(_env(clock), "x1", "where?"), 0, clock, count_tokens)
+        await store.mark_served({KEY: clock + 600_000})
+        await store.erase_subject("castle", "ann")
+        await self._apply(store, QuestionAsked(_env(clock), "x2", "again?"), 1, clock, count_tokens)
+        assert not (await self._read_ready(store, KEY)).served
+
+    async def test_served_marks_are_complete_once_recorded(self, store: SessionStore) -> None:
+        assert not await store.served_marks_complete()
+        await store.complete_served_marks()
+        await store.complete_served_marks()
+        assert await store.served_marks_complete()
+
     async def test_the_ready_context_follows_an_erasure_of_lines_on_a_shared_thread(
         self, store: SessionStore, clock: int
     ) -> None:

@@ -13,6 +13,7 @@ from config.settings import Settings
 from projections.ports import TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
+from projections.session import ThreadKey
 from projections.traces import DAY_MS, trace_document
 from schemas.events import Envelope, ModelStep, RunTraced, now_ms
 
@@ -149,6 +150,27 @@ class TraceStoreContract:
         assert await traces.served("castle", "session:ann", [], NOW) == []
         expires = run("r1")["expires_at"]
         assert await traces.served("castle", "session:ann", ["x1"], expires) == []
+
+    async def test_the_threads_unexpired_runs_serve_are_listed_with_their_last_end(self, traces: TraceStore) -> None:
+        await traces.append(
+            [
+                run("r1", exchange=("x1", 0)),
+                run("r2", started_at=NOW - DAY_MS, exchange=("x2", None)),
+                run("r3", exchange=("x3", None), thread="public"),
+                run("r4", exchange=("x4", None), thread="automation", tenant="forge"),
+                run("r5"),  # served no exchange
+                run("r6", subject="bob", exchange=("x6", None)),
+            ]
+        )
+        served = await traces.served_threads(NOW)
+        until = NOW + KEEP_DAYS * DAY_MS  # every run here ends now
+        assert served == {
+            ThreadKey.session("castle", "ann"): until,
+            ThreadKey.public("castle"): until,
+            ThreadKey.automation("forge", "allay"): until,
+            ThreadKey.session("castle", "bob"): until,
+        }
+        assert await traces.served_threads(until) == {}  # all expired by then
 
     async def test_checkpoints_only_move_forward(self, traces: TraceStore) -> None:
         assert await traces.applied("traces", 1) == -1

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.in_memory.stores import InMemorySessionStore
 from config.settings import Settings
 from projections.position import Position
 from projections.redaction import REDACTED, Redactor
@@ -78,7 +79,7 @@ class MemoryTraceStore:
 
 async def test_the_trace_projection_redacts_off_the_event_loop_thread() -> None:
     store, recorder = MemoryTraceStore(), ThreadRecorder()
-    step = TraceStep(store, recorder, keep_days=7)  # type: ignore[arg-type]
+    step = TraceStep(store, InMemorySessionStore(), recorder, keep_days=7)  # type: ignore[arg-type]
     await step([(run_with_a_secret(), Position("traces", 3, 41))])
     assert recorder.threads and threading.get_ident() not in recorder.threads
     (document,) = store.documents
