@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import redis.asyncio as aioredis
 
+from adapters.redis_store import thread_base
 from bench.projection import interleaved, on_local_stack, quantiles
 from bench.threads import exchange
 from config.settings import Settings
@@ -43,6 +44,18 @@ async def slow_read(services: Services, subject: str) -> bytes:
     evidence joined, validated and serialised by the model (in process, no HTTP)."""
     thread = await services.contexts.session("bench", subject, question=None, agent=None, after=None, wait=None)
     return Context.of(thread).model_dump_json().encode()
+
+
+async def ready_multi(redis: aioredis.Redis, base: str) -> list[object]:
+    """The commands the ready read sends (adapters/redis_store.py), in one MULTI, with no Python after."""
+    async with redis.pipeline(transaction=True) as pipe:
+        pipe.hgetall(f"{base}:h")
+        pipe.hmget(f"{base}:r", ["fmt", "pos", "n"])
+        pipe.get(f"{base}:t")
+        pipe.get(f"{base}:v")
+        pipe.lrange(f"{base}:o", 0, -1)
+        pipe.exists(f"{base}:e")
+        return await pipe.execute()
 
 
 async def run(settings: Settings) -> None:
@@ -80,6 +93,10 @@ async def run(settings: Settings) -> None:
                 }
                 if ready_read is not None:
                     store["store read, ready form"] = lambda _, key=key, read=ready_read: read(key)
+                    base = thread_base(settings.redis_prefix, key)
+                    store["its MULTI alone, raw (the client's floor for it)"] = lambda _, base=base: ready_multi(
+                        redis, base
+                    )
                 around: dict[str, Callable[[int], Awaitable[object]]] = {
                     floor_label: lambda _, blob=blob: redis.get(blob),
                     "evidence: the traces' runs of its exchanges": lambda _, subject=subject, ids=ids: (
