@@ -79,6 +79,7 @@ async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterat
             dead_letters=dead,
             metrics=Metrics(),
             which=projections,
+            replaying=True,
         )
         by_topic: dict[str, list[Any]] = {}
         for short, projector in built.projectors:
