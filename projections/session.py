@@ -515,7 +515,8 @@ def plan_batch(
             event,
             ttl_ms=policy.ttl_ms(key.thread),
             count_tokens=count_tokens,
-            covered={exchange_id: exchanges.get((key, exchange_id)) for exchange_id in ids},
+            # only a fold reads the exchanges it covers: no mapping to build for every other event
+            covered={i: exchanges.get((key, i)) for i in ids} if isinstance(event, ThreadFolded) else None,
         )
         if change is None:
             writes.append(SessionWrite(position))

@@ -45,15 +45,20 @@ class ThreadMemory:
     def __contains__(self, key: object) -> bool:
         return key in self._threads
 
-    def kept(self, keys: Iterable[ThreadKey]) -> list[ThreadKey]:
-        """Those of `keys` the memory keeps, each once: their versions are checked before use."""
-        return [key for key in dict.fromkeys(keys) if key in self._threads]
+    @property
+    def threads(self) -> Container[ThreadKey]:
+        """The threads kept (a view: looking one up costs no Python call)."""
+        return self._threads.keys()
 
     def check(self, versions: Mapping[ThreadKey, str | None]) -> None:
-        """Forget every kept thread whose version in the store is not the one the replay's writes left."""
+        """Given the store's versions of threads: forget every kept thread whose version is not the one the
+        replay's writes left, and keep every other thread the store holds none of."""
         for key, version in versions.items():
             held = self._threads.get(key)
-            if held is not None and held.version != version:
+            if held is None:
+                if version is None:
+                    self._threads[key] = _Held()  # from now on it holds what the replay writes
+            elif held.version != version:
                 self.forget((key,))
 
     def recall(self, wanted: Iterable[tuple[ThreadKey, str]]) -> tuple[Loaded, list[tuple[ThreadKey, str]]]:
@@ -68,13 +73,6 @@ class ThreadMemory:
             else:
                 known[(key, exchange_id)] = (held.head, held.exchanges.get(exchange_id))
         return known, missing
-
-    def adopt(self, loaded: Loaded) -> None:
-        """Keep the threads the store does not hold at all: from now on they hold what the replay writes."""
-        present = {key for (key, _), (head, exchange) in loaded.items() if head is not None or exchange is not None}
-        for key, _ in loaded:
-            if key not in present and key not in self._threads:
-                self._threads[key] = _Held()
 
     def remember(
         self, writes: Iterable[SessionWrite], heads: Mapping[ThreadKey, SessionHead | None], now_ms: int

@@ -65,7 +65,7 @@ class SessionStep:
         if memory is None:
             await self._store.write(plan.writes, now)
         else:
-            writes = coalesce(plan.writes, memory, now)  # the store holds nothing of these past the batch
+            writes = coalesce(plan.writes, memory.threads, now)  # the store holds nothing of these past the batch
             try:
                 await self._store.write(writes, now)
             except BaseException:
@@ -78,12 +78,7 @@ class SessionStep:
                     self._request_fold(key)
 
     async def _recall(self, memory: ThreadMemory, wanted: list[tuple[ThreadKey, str]]) -> Loaded:
-        kept = memory.kept(key for key, _ in wanted)
-        if kept:
-            memory.check(await self._store.versions(kept))
+        """The batch's state from the memory; a thread it does not keep yet, and the store holds, is loaded."""
+        memory.check(await self._store.versions(list(dict.fromkeys(key for key, _ in wanted))))
         known, missing = memory.recall(wanted)
-        if not missing:
-            return known
-        loaded = await self._store.load(missing)
-        memory.adopt(loaded)
-        return {**known, **loaded}
+        return {**known, **(await self._store.load(missing))} if missing else known

@@ -112,7 +112,7 @@ async def test_in_redis_kept_threads_build_what_loading_each_batch_builds(
 def test_a_full_memory_lets_everything_go() -> None:
     memory = ThreadMemory(limit=1)
     key = ThreadKey.session("t", "s")
-    memory.adopt({(key, "x"): (None, None)})
+    memory.check({key: None})  # the store holds none of it: kept from now on
     assert key in memory
     writes = [
         SessionWrite(Position("threads", 0, n), key, SessionChange(Exchange(f"x{n}", "q"), False, 1, 1, 10**15))
