@@ -150,6 +150,17 @@ class RedisSessionStore:
             for (key, exchange_id), raw in zip(wanted, replies[len(keys) :], strict=True)
         }
 
+    async def versions(self, keys: list[ThreadKey]) -> dict[ThreadKey, str | None]:
+        with redis_errors():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hmget(self._keys(key)[0], ["pos", "ver"])
+                replies = await pipe.execute()
+        return {
+            key: None if pos is None else thread_version(int(pos), int(ver or 0))
+            for key, (pos, ver) in zip(keys, replies, strict=True)
+        }
+
     async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
         """One script call per thread with all its changes, then the partitions' checkpoints.
 
@@ -196,12 +207,16 @@ class RedisSessionStore:
 
     @staticmethod
     def _thread_args(key: ThreadKey, indexes: list[int], writes: list[SessionWrite], now_ms: int) -> list[Any]:
+        thread_writes = [writes[index] for index in indexes]
+        forms = exchange_forms(thread_writes, now_ms)
         changes = json.dumps(
-            [_change_args(writes[index]) for index in indexes], separators=(",", ":"), ensure_ascii=False
+            [_change_args(write, form[0]) for write, form in zip(thread_writes, forms, strict=True)],
+            separators=(",", ":"),
+            ensure_ascii=False,
         )
         args: list[Any] = [now_ms, changes, "0" if key.thread == SESSION_THREAD else "1", READY_FORMAT]
-        for index in indexes:
-            args.extend(_fragments(writes[index]))
+        for _, text, view in forms:
+            args += (text, view)
         return args
 
     def _keep_all_indexes(self, pipe: Any, by_thread: dict[ThreadKey, list[int]], replies: list[Any]) -> None:
@@ -368,7 +383,7 @@ class RedisSessionStore:
         return subject_threads(subject, session, shared)
 
 
-def _change_args(write: SessionWrite) -> list[Any]:
+def _change_args(write: SessionWrite, exchange_json: str) -> list[Any]:
     change = write.change
     assert change is not None
     exchange = change.exchange
@@ -384,7 +399,7 @@ def _change_args(write: SessionWrite) -> list[Any]:
     return [
         str(write.position.offset),
         exchange.exchange_id if exchange else "",
-        exchange.to_json() if exchange else "",
+        exchange_json,
         str(change.token_delta),
         str(change.last_question_at),
         str(change.expires_at),
@@ -401,10 +416,42 @@ def _change_args(write: SessionWrite) -> list[Any]:
     ]
 
 
-def _fragments(write: SessionWrite) -> tuple[bytes, bytes]:
-    """The ready context's fragments of the exchange a write upserts (none: empty)."""
-    exchange = write.change.exchange if write.change is not None else None
-    return (b"", b"") if exchange is None else exchange_fragments(exchange)
+_NO_FORM = ("", b"", b"")
+
+
+def exchange_forms(writes: list[SessionWrite], now_ms: int) -> list[tuple[str, bytes, bytes]]:
+    """For each of one thread's writes (in log order, all in one script call), its exchange as the script
+    stores it: the JSON, and the ready context's two fragments (none: empty).
+
+    The script applies a thread's changes in order and at once, skipping only those applied already (a
+    leading run: positions grow) and those expired by `now_ms`. So a change may carry the form of a later
+    change of the same exchange when every change from it to that one is written: the stored exchange
+    and fragments come out as the last write makes them, and an exchange is encoded once per call, not
+    once per event (its question, tool calls and answer mostly land in one batch). An expired change, a
+    reset or a removal of the exchange ends the borrowing.
+    """
+    forms = [_NO_FORM] * len(writes)
+    later: dict[str, tuple[str, bytes, bytes]] = {}
+    for index in range(len(writes) - 1, -1, -1):
+        change = writes[index].change
+        if change is None:
+            continue
+        exchange = change.exchange
+        if change.expires_at <= now_ms:
+            later.clear()  # not written: nothing before it may take the form of anything after it
+            if exchange is not None:
+                forms[index] = (exchange.to_json(), *exchange_fragments(exchange))
+            continue
+        if exchange is not None:
+            form = later.get(exchange.exchange_id)
+            if form is None:
+                form = later[exchange.exchange_id] = (exchange.to_json(), *exchange_fragments(exchange))
+            forms[index] = form
+        if change.reset:
+            later.clear()  # what came before belongs to the thread's earlier life
+        for gone in change.remove:
+            later.pop(gone, None)
+    return forms
 
 
 def _texts(raw: dict[Any, Any]) -> dict[str, str]:

@@ -91,6 +91,11 @@ class SessionStore(Checkpoints, ServedMarks, Protocol):
         """Heads of sessions and some of their exchanges, as the pure rule needs them (one round trip)."""
         ...
 
+    async def versions(self, keys: list[ThreadKey]) -> dict[ThreadKey, str | None]:
+        """Each thread's version, as `read_ready` reports it (None where the store holds no thread): one
+        light round trip, so a replay can tell that a thread it keeps in memory is still as it wrote it."""
+        ...
+
     async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
         """Apply each write atomically with its position, in order; False where that position was applied already.
 

@@ -197,7 +197,14 @@ class Projector(Generic[E]):
     async def _open(
         self, decoded: list[Decoded | Exception]
     ) -> list[tuple[str, dict[str, Any]] | Shredded | Exception]:
-        sealed = [(d.full_name, d.record) for d in decoded if isinstance(d, Decoded) and sealed_key_id(d.record)]
+        sealed: list[tuple[str, dict[str, Any]]] = []
+        is_sealed: list[bool] = []  # looked up once per record
+        for d in decoded:
+            if isinstance(d, Decoded) and sealed_key_id(d.record):
+                sealed.append((d.full_name, d.record))
+                is_sealed.append(True)
+            else:
+                is_sealed.append(False)
         results: list[dict[str, Any] | Shredded | DecodeError] = []
         if sealed:
             if self._sealer is None:
@@ -212,10 +219,10 @@ class Projector(Generic[E]):
                 await self._retrying(open_all)
         opened = iter(results)
         out: list[tuple[str, dict[str, Any]] | Shredded | Exception] = []
-        for item in decoded:
+        for item, seals in zip(decoded, is_sealed, strict=True):
             if isinstance(item, Exception):
                 out.append(item)
-            elif sealed_key_id(item.record):
+            elif seals:
                 result = next(opened)
                 out.append(result if isinstance(result, Exception) else (item.full_name, result))
             else:

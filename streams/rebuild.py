@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,6 +22,8 @@ from streams.metrics import Metrics
 from streams.projector import Projector, Record
 from streams.sealer import Sealer
 from streams.worker import build_projections
+
+REPLAY_GC_THRESHOLDS = (100_000, 50, 100)  # the cyclic collector's, while a rebuild runs (default: 700, 10, 10)
 
 # (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
 Shredded = dict[tuple[str, str], dict[tuple[str, str], int]]
@@ -63,6 +66,11 @@ class Rebuild:
 @contextlib.asynccontextmanager
 async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[Rebuild]:
     """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
+    thresholds = gc.get_threshold()
+    # a replay keeps its threads in memory: every full collection walks them all, and at the default
+    # thresholds one ran every few thousand events (measured: 40 % of a 360,000-event replay's time).
+    # Nothing it keeps is cyclic, so collecting far less often only lets cyclic garbage wait a little
+    gc.set_threshold(*REPLAY_GC_THRESHOLDS)
     codec = make_codec(scoped)
     redis = connections.redis_client(scoped)
     mongo = connections.mongo(scoped)
@@ -79,6 +87,7 @@ async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterat
             dead_letters=dead,
             metrics=Metrics(),
             which=projections,
+            replaying=True,
         )
         by_topic: dict[str, list[Any]] = {}
         for short, projector in built.projectors:
@@ -90,6 +99,7 @@ async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterat
         await redis.aclose()
         await mongo.close()
         codec.close()
+        gc.set_threshold(*thresholds)
 
 
 def replay_consumer(settings: Settings) -> AIOKafkaConsumer:

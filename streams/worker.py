@@ -24,6 +24,7 @@ from adapters.summarizers import make_summarizer
 from adapters.wiring import Stores, database_names, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from projections.ports import Checkpoints, SessionStore
+from projections.thread_memory import ThreadMemory
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from schemas.errors import LogUnavailable, StoreUnavailable
@@ -98,8 +99,13 @@ def build_projections(
     metrics: Metrics,
     which: tuple[str, ...] = PROJECTIONS,
     request_fold: Callable[[Any], None] | None = None,
+    replaying: bool = False,
 ) -> Built:
-    """The projectors for `which` (sessions, archives, facts, traces), writing into `settings.namespace`."""
+    """The projectors for `which` (sessions, archives, facts, traces), writing into `settings.namespace`.
+
+    `replaying`: for a replay into a fresh namespace, which keeps the threads it writes in memory across
+    its batches (`projections/thread_memory.py`).
+    """
     counters = stores.counters
     sessions = stores.sessions
     facts = stores.facts
@@ -135,7 +141,11 @@ def build_projections(
     if "sessions" in which:
         count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
         step = SessionStep(
-            sessions, policy=settings.thread_policy(), count_tokens=count_tokens, request_fold=request_fold
+            sessions,
+            policy=settings.thread_policy(),
+            count_tokens=count_tokens,
+            request_fold=request_fold,
+            memory=ThreadMemory() if replaying else None,
         )
         add("sessions", "threads", THREAD_EVENTS, step, sessions)
     if "archives" in which:

@@ -68,6 +68,12 @@ class InMemorySessionStore(InMemoryCheckpoints):
                 loaded[(key, exchange_id)] = (None, None)
         return loaded
 
+    async def versions(self, keys: list[ThreadKey]) -> dict[ThreadKey, str | None]:
+        return {
+            key: thread_version(self._heads[key][1], self._edits.get(key, 0)) if self._alive(key) else None
+            for key in keys
+        }
+
     async def write(self, writes: list[SessionWrite], now_ms: int) -> list[bool]:
         self.now_ms = max(self.now_ms, now_ms)
         results = []
