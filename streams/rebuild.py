@@ -25,6 +25,29 @@ from streams.worker import build_projections
 
 REPLAY_GC_THRESHOLDS = (100_000, 50, 100)  # the cyclic collector's, while a rebuild runs (default: 700, 10, 10)
 
+
+class _Collector:
+    """The process's cyclic collector thresholds while rebuilds run: set by the first to start, put back
+    by the last to end. Replays started through the API run in its process, and may overlap."""
+
+    def __init__(self) -> None:
+        self._running = 0
+        self._saved: tuple[int, ...] = ()
+
+    def enter(self) -> None:
+        if self._running == 0:
+            self._saved = gc.get_threshold()
+            gc.set_threshold(*REPLAY_GC_THRESHOLDS)
+        self._running += 1
+
+    def leave(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            gc.set_threshold(*self._saved)
+
+
+COLLECTOR = _Collector()
+
 # (topic, projection) -> (tenant, subject) -> events skipped because the subject was erased
 Shredded = dict[tuple[str, str], dict[tuple[str, str], int]]
 
@@ -66,14 +89,13 @@ class Rebuild:
 @contextlib.asynccontextmanager
 async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[Rebuild]:
     """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
-    thresholds = gc.get_threshold()
     # a replay keeps its threads in memory: every full collection walks them all, and at the default
     # thresholds one ran every few thousand events (measured: 40 % of a 360,000-event replay's time).
     # Nothing it keeps is cyclic, so collecting far less often only lets cyclic garbage wait a little
-    gc.set_threshold(*REPLAY_GC_THRESHOLDS)
     codec = make_codec(scoped)
     redis = connections.redis_client(scoped)
     mongo = connections.mongo(scoped)
+    COLLECTOR.enter()
     try:
         vault = open_privacy(scoped, mongo).vault
         sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
@@ -99,7 +121,7 @@ async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterat
         await redis.aclose()
         await mongo.close()
         codec.close()
-        gc.set_threshold(*thresholds)
+        COLLECTOR.leave()
 
 
 def replay_consumer(settings: Settings) -> AIOKafkaConsumer:
