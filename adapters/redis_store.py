@@ -343,10 +343,11 @@ class RedisSessionStore:
 
     async def erase_subject(self, tenant: str, subject: str) -> dict[str, int]:
         """The subject's session, and their lines in the tenant's public and automation threads."""
-        session = self._keys(ThreadKey.session(tenant, subject))
+        own = ThreadKey.session(tenant, subject)
+        session = self._keys(own)
         with redis_errors():
             exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
-            await self._redis.delete(*session, served_key(self._prefix, ThreadKey.session(tenant, subject)))
+            await self._redis.delete(*session, served_key(self._prefix, own))
             lines = parts = 0
             for key in await self._shared_threads(tenant, subject):
                 removed, part = await self._erase_lines(keys=list(self._keys(key)), args=[subject])

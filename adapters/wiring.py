@@ -8,7 +8,6 @@ server, the worker and replay all open their stores here.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +56,7 @@ from projections.ports import (
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
 from schemas.errors import StoreRefused
+from schemas.events import now_ms
 from schemas.registry import HttpSchemaRegistry
 
 Prepare = Callable[[], Awaitable[None]]
@@ -74,7 +74,7 @@ async def mark_served_threads(traces: TraceStore, sessions: SessionStore) -> Non
     Idempotent, and done once: later calls read one key."""
     if await sessions.served_marks_complete():
         return
-    await sessions.mark_served(await traces.served_threads(int(time.time() * 1000)))
+    await sessions.mark_served(await traces.served_threads(now_ms()))
     await sessions.complete_served_marks()
 
 

@@ -136,7 +136,7 @@ def build_projections(
         add("facts-activity", "threads", THREAD_EVENTS, FactActivityStep(facts, activity, fact_policy), activity)
     if "traces" in which:
         traces = stores.traces
-        trace_step = TraceStep(traces, stores.sessions, settings.redactor(), settings.trace_days)
+        trace_step = TraceStep(traces, sessions, settings.redactor(), settings.trace_days)
         add("traces", "traces", TRACE_EVENTS, trace_step, traces)
     if "sessions" in which:
         count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))

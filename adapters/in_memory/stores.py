@@ -23,7 +23,7 @@ from projections.session import (
     after,
     subject_threads,
 )
-from projections.traces import served_threads
+from projections.traces import merge_served, served_threads
 from schemas.events import AUTOMATION_THREAD, PUBLIC_THREAD
 
 
@@ -119,8 +119,7 @@ class InMemorySessionStore(InMemoryCheckpoints):
         return replace(ReadyThread.of_session(key, session, version), served=self._served.get(key, 0) > self.now_ms)
 
     async def mark_served(self, served: dict[ThreadKey, int]) -> None:
-        for key, until_ms in served.items():
-            self._served[key] = max(until_ms, self._served.get(key, 0))
+        self._served = merge_served(self._served, served)
 
     async def served_marks_complete(self) -> bool:
         return self._marks_complete

@@ -5,7 +5,6 @@ the traces nothing."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from projections.ports import ServedMarks, TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import served_threads, trace_document
-from schemas.events import RunTraced
+from schemas.events import RunTraced, now_ms
 from streams.projector import advance_past
 
 
@@ -30,7 +29,7 @@ class TraceStep:
         await self._store.append(documents)
         # after the runs are stored (a read that finds a mark finds its run), before the offsets (a
         # redelivered batch marks again what a crash left unmarked); every run, stored now or before
-        await self._marks.mark_served(served_threads(documents, int(time.time() * 1000)))
+        await self._marks.mark_served(served_threads(documents, now_ms()))
         await advance_past(self._store, events)
 
     def _documents(self, runs: list[RunTraced]) -> list[dict[str, Any]]:
