@@ -108,8 +108,12 @@ def _fact(doc: dict[str, Any]) -> Fact:
     )
 
 
+# The last instant a TTL date can name (9999-12-31): a later expiry means kept until then, not an error.
+_LAST_EXPIRY_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z
+
+
 def _expiry(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    return dt.datetime.fromtimestamp(min(ms, _LAST_EXPIRY_MS) / 1000, tz=dt.UTC)
 
 
 class MongoFactStore:

@@ -12,6 +12,7 @@ from projections.redaction import Redactor
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent
 from schemas.events import RunTraced
+from schemas.limits import INT64_MAX
 
 DAY_MS = 86_400_000
 
@@ -53,7 +54,8 @@ def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[s
         "status": clean.status,
         "started_at": clean.started_at,
         "ended_at": clean.ended_at,
-        "expires_at": clean.ended_at + keep_days * DAY_MS,
+        # a run ending near the end of time is kept until then: past int64, MongoDB could store nothing
+        "expires_at": min(clean.ended_at + keep_days * DAY_MS, INT64_MAX),
         "steps": [step.__dict__ for step in clean.steps],
         "tool_calls": [call.__dict__ for call in clean.tool_calls],
         # seed 004, "Evidence and completion": the exchange (and its tool call) this run served, in its thread

@@ -16,6 +16,7 @@ from projections.redaction import Redactor
 from projections.session import ThreadKey
 from projections.traces import DAY_MS, trace_document
 from schemas.events import Envelope, ModelStep, RunTraced, now_ms
+from schemas.limits import INT64_MAX
 
 KEEP_DAYS = 7
 # Runs end now, so a server's TTL monitor never deletes one while a test runs; reads take the time.
@@ -171,6 +172,15 @@ class TraceStoreContract:
             ThreadKey.session("castle", "bob"): until,
         }
         assert await traces.served_threads(until) == {}  # all expired by then
+
+    async def test_a_run_ending_at_the_end_of_int64_is_stored_and_kept(self, traces: TraceStore) -> None:
+        env = Envelope(tenant="castle", subject="ann", agent="allay", thread="session", producer="test")
+        last = RunTraced(env, "r-end", "ok", NOW, INT64_MAX, exchange_id="x1")
+        doc = trace_document(last, Redactor.build(), KEEP_DAYS)
+        assert doc["expires_at"] == INT64_MAX
+        assert await traces.append([doc]) == 1
+        assert await traces.get("castle", "r-end", NOW) == doc
+        assert await traces.served_threads(NOW) == {ThreadKey.session("castle", "ann"): INT64_MAX}
 
     async def test_checkpoints_only_move_forward(self, traces: TraceStore) -> None:
         assert await traces.applied("traces", 1) == -1
