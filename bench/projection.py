@@ -2,7 +2,9 @@
 
 Prints, side by side and as ratios:
 - raw aiokafka consume rate of the threads topic vs the worker's session projection rate
-  (events applied to Redis per second, the archive agent running beside it as deployed);
+  (events applied to Redis per second, the archive agent running beside it as deployed), and again
+  with the projections split over two workers (MEMLOG_WORKER_PROJECTIONS: sessions and facts in one,
+  archives, traces and privacy in the other), on topics of their own;
 - a raw Redis GET of a session-sized value vs a context read (store, and over HTTP);
 - a raw MongoDB find vs an archive read (a conversation's entries).
 No assertions: the machines are shared and noisy, so the numbers are for reading, not gating.
@@ -239,6 +241,34 @@ async def run(settings: Settings) -> None:
     finally:
         api.stop()
         worker.stop()
+    await split_workers(isolated(settings))
+
+
+SPLIT = ("sessions,facts", "archives,traces,privacy")
+
+
+async def split_workers(settings: Settings) -> None:
+    """The same events, with the projections a context read waits for in a worker of their own."""
+    await ensure_topics(settings)
+    total = await produce(settings)
+    ends = await end_offsets(settings)
+    raw_rate = await consume_rate(settings, total)
+    workers = []
+    try:
+        for which in SPLIT:
+            scoped = settings.model_copy(update={"worker_projections": which})
+            workers.append(await asyncio.to_thread(start_worker, scoped, LOGS))
+        session_seconds = await wait_applied(settings, ends, "sessions")
+        archive_seconds = session_seconds + await wait_applied(settings, ends, "archive")
+        session_rate = total / session_seconds
+        print(f"\nthe same, with two workers ({' | '.join(SPLIT)}), on topics of their own:")
+        line("raw aiokafka consume (the floor)", raw_rate, "events/s")
+        line("memlog session projection into Redis", session_rate, "events/s")
+        line("memlog archive projection into MongoDB", total / archive_seconds, "events/s")
+        print(f"  ratio, session projection / raw consume: {session_rate / raw_rate:.3f}")
+    finally:
+        for worker in workers:
+            worker.stop()
 
 
 if __name__ == "__main__":

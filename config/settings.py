@@ -23,6 +23,9 @@ LOCAL_KAFKA_CONTROLLER_PORT = 9093
 LOCAL_REDIS_PORT = 6379
 LOCAL_MONGO_PORT = 27017
 MAX_REPLAY_WORKERS = 64
+# What a worker can run (MEMLOG_WORKER_PROJECTIONS): the four projections replay rebuilds, and the
+# privacy agent (erasure and export requests), which a deployment runs in exactly one set.
+WORKER_PROJECTIONS = ("sessions", "archives", "facts", "traces", "privacy")
 
 
 class Settings(BaseSettings):
@@ -116,6 +119,13 @@ class Settings(BaseSettings):
     )
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
+    worker_projections: str = Field(
+        default="all",
+        description="The projections a worker runs: `all`, or some of sessions, archives, facts, traces, privacy "
+        "(comma-separated). Workers of one set share a consumer group of their own, so a set is not held "
+        "to the pace of the others: Faust delivers a topic to all of a worker's agents through one "
+        "consumer, so the slowest (the archive, on MongoDB) sets everyone's. Run each projection in some set.",
+    )
     drill_step_delays: dict[str, float] = Field(
         default_factory=dict,
         description="Drills only: seconds a named projection (sessions, archive, facts, facts-activity, "
@@ -271,6 +281,7 @@ class Settings(BaseSettings):
             raise ValueError("MEMLOG_KAFKA_SSL_CERTFILE and MEMLOG_KAFKA_SSL_KEYFILE go together")
         if (self.redis_tls_certfile is None) != (self.redis_tls_keyfile is None):
             raise ValueError("MEMLOG_REDIS_TLS_CERTFILE and MEMLOG_REDIS_TLS_KEYFILE go together")
+        self.worker_set()  # names its problem
         if self.min_insync_replicas is not None and self.min_insync_replicas > self.replication:
             raise ValueError(
                 f"MEMLOG_MIN_INSYNC_REPLICAS={self.min_insync_replicas} exceeds MEMLOG_REPLICATION="
@@ -378,10 +389,30 @@ class Settings(BaseSettings):
     def mongo_db_name(self) -> str:
         return f"{self.mongo_database}_{self.namespace}"
 
+    def worker_set(self) -> tuple[str, ...]:
+        """MEMLOG_WORKER_PROJECTIONS as names, in WORKER_PROJECTIONS' order; raises ValueError naming a bad one."""
+        text = self.worker_projections.strip()
+        if text == "all":
+            return WORKER_PROJECTIONS
+        names = [name.strip() for name in text.split(",")]
+        unknown = [name for name in names if name not in WORKER_PROJECTIONS]
+        if unknown or not names:
+            raise ValueError(
+                f"MEMLOG_WORKER_PROJECTIONS={self.worker_projections!r}: {', '.join(map(repr, unknown))} "
+                f"is not a projection; give `all` or some of {', '.join(WORKER_PROJECTIONS)}"
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f"MEMLOG_WORKER_PROJECTIONS={self.worker_projections!r} names a projection twice")
+        return tuple(name for name in WORKER_PROJECTIONS if name in names)
+
     @property
     def group_id(self) -> str:
-        """Faust app id and consumer group: one per namespace, so a rebuilt namespace has offsets of its own."""
-        return f"{self.app_id}-{self.namespace}"
+        """Faust app id and consumer group: one per namespace, so a rebuilt namespace has offsets of its own,
+        and one per set of projections when a worker runs only some (MEMLOG_WORKER_PROJECTIONS)."""
+        which = self.worker_set()
+        if which == WORKER_PROJECTIONS:
+            return f"{self.app_id}-{self.namespace}"
+        return f"{self.app_id}-{self.namespace}.{'.'.join(which)}"  # '.': never in a namespace
 
     @property
     def redis_prefix(self) -> str:

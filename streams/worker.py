@@ -21,7 +21,7 @@ from aiokafka.errors import KafkaError
 from adapters import connections
 from adapters.embeddings import make_embedder
 from adapters.summarizers import make_summarizer
-from adapters.wiring import Stores, database_names, make_codec, open_privacy, open_stores
+from adapters.wiring import PrivacyStores, Stores, database_names, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from projections.ports import Checkpoints, SessionStore
 from projections.thread_memory import ThreadMemory
@@ -208,6 +208,45 @@ def run_watchdog(
     return watchdog
 
 
+def privacy_projector(
+    settings: Settings,
+    codec: Codec,
+    stores: Stores,
+    shared: PrivacyStores,
+    sealer: Sealer,
+    namespaces: Namespaces,
+    dead_letters: DeadLetterSink,
+    metrics: Metrics,
+) -> Projector[Any]:
+    """The privacy agent's projector: erasure and export requests, across every store of the subject."""
+    data = SubjectData(
+        sessions=stores.sessions,
+        facts=stores.facts,
+        traces=stores.traces,
+        conversations=stores.conversations,
+        idempotency=stores.idempotency,
+        exports=shared.exports,
+        vault=shared.vault,
+        ledger=shared.ledger,
+        sealer=sealer,
+        others=lambda: namespaces.others(settings.namespace),
+        fact_slots=stores.fact_slots,
+    )
+    return Projector(
+        name="privacy",
+        topic="privacy",
+        source_topic=settings.topic("privacy"),
+        codec=codec,
+        accepts=PRIVACY_EVENTS,
+        step=PrivacyStep(data, stores.privacy_checkpoints, metrics),
+        checkpoints=stores.privacy_checkpoints,
+        dead_letters=dead_letters,
+        counter=stores.counters,
+        metrics=metrics,
+        sealer=sealer,
+    )
+
+
 def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[int], None]) -> WorkerParts:
     """The app with its agents and watchdog, which calls `give_up` with an exit code when it finds the worker stuck.
 
@@ -245,6 +284,7 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
         stores=stores,
         dead_letters=dead_letters,
         metrics=metrics,
+        which=tuple(name for name in settings.worker_set() if name in PROJECTIONS),
         request_fold=folds.request if settings.fold_agent else None,
     )
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
@@ -253,34 +293,11 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
     opened = partial(open_stores, settings, redis, mongo)
     namespaces = Namespaces(base, shared.pointer, shared.namespaces, opened, partial(database_names, mongo))
     drop_on_timer(app, namespaces, settings.namespace_check_seconds)
-    data = SubjectData(
-        sessions=sessions,
-        facts=stores.facts,
-        traces=stores.traces,
-        conversations=stores.conversations,
-        idempotency=stores.idempotency,
-        exports=shared.exports,
-        vault=shared.vault,
-        ledger=shared.ledger,
-        sealer=sealer,
-        others=lambda: namespaces.others(settings.namespace),
-        fact_slots=stores.fact_slots,
-    )
-    privacy_projector: Projector[Any] = Projector(
-        name="privacy",
-        topic="privacy",
-        source_topic=settings.topic("privacy"),
-        codec=codec,
-        accepts=PRIVACY_EVENTS,
-        step=PrivacyStep(data, stores.privacy_checkpoints, metrics),
-        checkpoints=stores.privacy_checkpoints,
-        dead_letters=dead_letters,
-        counter=stores.counters,
-        metrics=metrics,
-        sealer=sealer,
-    )
-    subscribe(app, topics["privacy"], privacy_projector, settings, faults)
-    projectors = [projector for _, projector in built.projectors] + [privacy_projector]
+    projectors = [projector for _, projector in built.projectors]
+    if "privacy" in settings.worker_set():
+        privacy = privacy_projector(settings, codec, stores, shared, sealer, namespaces, dead_letters, metrics)
+        subscribe(app, topics["privacy"], privacy, settings, faults)
+        projectors.append(privacy)
     resume = ResumeFromCheckpoints(app, projectors)
     app.on_rebalance_complete.connect(resume)
 
