@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -73,6 +74,44 @@ def rss_mb(pid: int) -> float:
         if row.startswith("VmRSS:"):
             return int(row.split()[1]) / 1024
     return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process has used so far (its own threads, not its children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuBudget:
+    """CPU each part of the run used: the local services (when this machine runs them), the worker
+    (each one killed counted until its kill) and this process, which produces. Divided by the
+    exchanges, it says what one exchange costs the machine, so what rate its cores could carry at most."""
+
+    def __init__(self, services: dict[str, int]) -> None:
+        self._pids = {"this process (producer, sampler)": os.getpid(), **services}
+        self._start = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+        self.used: dict[str, float] = {}
+        self.worker = 0.0
+
+    def worker_ends(self, pid: int, started: float) -> None:
+        self.worker += cpu_seconds(pid) - started
+
+    def close(self) -> None:
+        self.used = {name: cpu_seconds(pid) - self._start[name] for name, pid in self._pids.items()}
+
+    def report(self, exchanges: int) -> None:
+        if not exchanges or not self.used:
+            return
+        rows = {**self.used, "worker (all its runs)": self.worker}
+        total = sum(rows.values())
+        cores = os.cpu_count() or 1
+        print(f"CPU per exchange, over {exchanges:,} exchanges (produce, apply, catch up):")
+        for name, seconds in sorted(rows.items(), key=lambda row: -row[1]):
+            print(f"  {name:36} {seconds * 1000 / exchanges:8.2f} ms")
+        print(
+            f"  {'total':36} {total * 1000 / exchanges:8.2f} ms: at most {cores / total * exchanges:,.0f} "
+            f"exchanges/s on this machine's {cores} cores, were nothing else running"
+        )
 
 
 def percentile(values: list[int], share: float) -> float:
@@ -131,11 +170,15 @@ async def lag_now(consumer: AIOKafkaConsumer, services: Services, settings: Sett
     return lags
 
 
-async def soak(settings: Settings, rate: int, minutes: float, kill_every: float, sample_seconds: float) -> None:
+async def soak(
+    settings: Settings, rate: int, minutes: float, kill_every: float, sample_seconds: float, local: dict[str, int]
+) -> None:
     await ensure_topics(settings)
     subjects = max(1, rate * 2)
     samples = Samples()
     worker: MemlogProcess = await asyncio.to_thread(start_worker, settings, LOGS)
+    budget = CpuBudget(local)
+    worker_began = cpu_seconds(worker.process.pid)
     consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False)
     await consumer.start()
     began = time.monotonic()
@@ -158,7 +201,7 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
 
             async def killer() -> None:
                 """Kills on the clock (every kill_every minutes from the start), however long a restart took."""
-                nonlocal worker
+                nonlocal worker, worker_began
                 for number in itertools.count(1):
                     try:
                         due = max(0.0, began + number * kill_every * 60 - time.monotonic())
@@ -167,10 +210,12 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
                     except TimeoutError:
                         pass
                     before = rss_mb(worker.process.pid)
+                    budget.worker_ends(worker.process.pid, worker_began)
                     worker.kill()
                     samples.kills.append(time.monotonic() - began)
                     print(f"  {time.monotonic() - began:7.1f}s  worker SIGKILLed at {before:.0f} MB RSS; restarting")
                     worker = await asyncio.to_thread(start_worker, settings, LOGS)
+                    worker_began = cpu_seconds(worker.process.pid)
 
             produced = asyncio.Event()
             sampling = asyncio.create_task(sampler())
@@ -190,6 +235,8 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
                     break
                 await asyncio.sleep(1)
             print(f"caught up {time.monotonic() - producing - produced_in:.1f}s after the last exchange")
+            budget.worker_ends(worker.process.pid, worker_began)
+            budget.close()
             stop.set()
             await sampling
             for store, read in (("sessions", session_questions), ("archive", archived_questions)):
@@ -212,6 +259,7 @@ async def soak(settings: Settings, rate: int, minutes: float, kill_every: float,
         await consumer.stop()
         worker.stop()
     report(samples, rate)
+    budget.report(samples.produced)
 
 
 def report(samples: Samples, rate: int) -> None:
@@ -227,8 +275,8 @@ def report(samples: Samples, rate: int) -> None:
     by_minute: dict[int, list[float]] = {}
     for at, rss in zip(samples.at, samples.rss_mb, strict=True):
         by_minute.setdefault(int(at // 60), []).append(rss)
-    for minute, values in sorted(by_minute.items()):
-        live = [v for v in values if v > 0]
+    for minute, sizes in sorted(by_minute.items()):
+        live = [v for v in sizes if v > 0]
         if live:
             middle = statistics.median(live)
             print(f"  minute {minute:3d}: min {min(live):6.0f}  median {middle:6.0f}  max {max(live):6.0f}")
@@ -246,7 +294,8 @@ def main() -> None:
     started = local.up()
     try:
         settings = isolated(stack, fold_agent=False, mongo_database="memlogsoak")
-        asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds))
+        services = {f"local {s.name}": s.pid for s in local.status() if s.pid is not None}
+        asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds, services))
     finally:
         local.down(started)
 
