@@ -4,8 +4,9 @@ Every script touches the keys of one thread only (one Redis Cluster hash slot: s
 A thread's keys: head (hash), exchanges (hash id -> JSON), order (list of ids), and its ready context
 (issue 16, `projections/ready.py`): `r` (hash: `fmt` the fragments' format, `pos` the head's position
 they were made at, `n` how many exchanges they hold, `l:<id>` the byte lengths of an exchange's two
-fragments, "<text>:<view>"), `t` (string: the rendered exchanges' JSON string bodies, in order) and
-`v` (string: the exchanges' views, each after a comma, in order).
+fragments, "<text>:<view>"), `t` (string: the rendered exchanges' JSON string bodies, in order),
+`v` (string: the exchanges' views, each after a comma, in order) and `m` (string: what a read needs
+beside `t` and `v`, so that it is one MGET: see `ready_meta` below and `RedisSessionStore.read_ready`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,22 @@ from __future__ import annotations
 # with the stored lengths; false when they disagree with the strings (then the ready form is dropped
 # and the next read makes it afresh from the exchanges).
 _READY_HELPERS = """
+-- `ready_meta(fmt)`: where a thread's ready context is current, its meta `m`, rewritten from the keys
+-- themselves (so it cannot disagree with them): the JSON array [format, bytes of `t`, bytes of `v`,
+-- the head's fields but the askers (`ask:`), the order's ids]. It makes `t` and `v` exist (empty for a
+-- thread without exchanges): a read takes a missing one for a ready context some other writer dropped.
+-- Every script that changes the head, the order, `t` or `v` rewrites `m` or deletes it.
+local function ready_meta(fmt)
+  if redis.call('EXISTS', KEYS[5]) == 0 then redis.call('SET', KEYS[5], '') end
+  if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], '') end
+  local head = {}
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 4) ~= 'ask:' then head[all[i]] = all[i + 1] end
+  end
+  local texts, views = redis.call('STRLEN', KEYS[5]), redis.call('STRLEN', KEYS[6])
+  redis.call('SET', KEYS[7], cjson.encode({fmt, texts, views, head, redis.call('LRANGE', KEYS[3], 0, -1)}))
+end
 local function ready_lens(id)
   local l = redis.call('HGET', KEYS[4], 'l:' .. id)
   if not l then return nil end
@@ -50,7 +67,7 @@ local function ready_splice(order, edits)
 end
 """
 
-# KEYS: head, exchanges (hash id -> JSON), order (list of ids), ready r, t, v
+# KEYS: head, exchanges (hash id -> JSON), order (list of ids), ready r, t, v, m
 # ARGV: now ms, then a JSON array of the thread's changes in log order, each an array of strings:
 #   offset, exchange id ('' for none), exchange JSON, token delta, last question ms, expires-at ms,
 #   reset ('1'/'0'), summary flag ('1' when the summary changes), summary, summary tokens, count delta,
@@ -73,7 +90,7 @@ local changes = cjson.decode(ARGV[2])
 local fmt = ARGV[4]
 local ready = true
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[4], KEYS[5], KEYS[6])
+  redis.call('DEL', KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 else
   -- kept only where it is current: made in this format at the head's position, over the whole order
   local r = redis.call('HMGET', KEYS[4], 'fmt', 'pos', 'n')
@@ -91,7 +108,7 @@ for n = 1, #changes do
     replies[n] = 1
     if tonumber(c[6]) > now then
       if c[7] == '1' then
-        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
         ready = true
       end
       if ready and #c[12] > 0 then
@@ -163,10 +180,11 @@ end
 if expire_at then
   if ready then
     redis.call('HSET', KEYS[4], 'fmt', fmt, 'pos', redis.call('HGET', KEYS[1], 'pos'), 'n', redis.call('LLEN', KEYS[3]))
+    ready_meta(fmt)
   else
-    redis.call('DEL', KEYS[4], KEYS[5], KEYS[6])
+    redis.call('DEL', KEYS[4], KEYS[5], KEYS[6], KEYS[7])
   end
-  for i = 1, 6 do
+  for i = 1, 7 do
     redis.call('PEXPIREAT', KEYS[i], expire_at)
   end
 end
@@ -183,30 +201,34 @@ return {replies, redis.call('PEXPIRETIME', KEYS[1]), askers}
 """
 )
 
-# KEYS: head, order, ready r, t, v. ARGV: format, the head's pos and ver as read, the rendered texts,
-# the views, then for each exchange in order its id and its fragments' lengths "<text>:<view>".
-# Stores a thread's ready context made by a reader from its exchanges (a thread written before there
-# was one, or whose ready form an erasure dropped), only if the thread is still as the reader read it.
-# Replies 1 when stored.
-STORE_READY = """
+# KEYS: head, exchanges, order, ready r, t, v, m. ARGV: format, the head's pos and ver as read, the
+# rendered texts, the views, then for each exchange in order its id and its fragments' lengths
+# "<text>:<view>". Stores a thread's ready context made by a reader from its exchanges (a thread written
+# before there was one, or whose ready form an erasure dropped), only if the thread is still as the
+# reader read it. Replies 1 when stored.
+STORE_READY = (
+    _READY_HELPERS
+    + """
 if redis.call('HGET', KEYS[1], 'pos') ~= ARGV[2] or (redis.call('HGET', KEYS[1], 'ver') or '0') ~= ARGV[3] then
   return 0
 end
-redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
-redis.call('SET', KEYS[4], ARGV[4])
-redis.call('SET', KEYS[5], ARGV[5])
+redis.call('DEL', KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('SET', KEYS[5], ARGV[4])
+redis.call('SET', KEYS[6], ARGV[5])
 for i = 6, #ARGV, 2 do
-  redis.call('HSET', KEYS[3], 'l:' .. ARGV[i], ARGV[i + 1])
+  redis.call('HSET', KEYS[4], 'l:' .. ARGV[i], ARGV[i + 1])
 end
-redis.call('HSET', KEYS[3], 'fmt', ARGV[1], 'pos', ARGV[2], 'n', redis.call('LLEN', KEYS[2]))
+redis.call('HSET', KEYS[4], 'fmt', ARGV[1], 'pos', ARGV[2], 'n', redis.call('LLEN', KEYS[3]))
+ready_meta(ARGV[1])
 local at = redis.call('PEXPIRETIME', KEYS[1])
 if at > 0 then
-  for i = 3, 5 do
+  for i = 4, 7 do
     redis.call('PEXPIREAT', KEYS[i], at)
   end
 end
 return 1
 """
+)
 
 # KEYS: checkpoints; ARGV: partition, offset
 ADVANCE = """
@@ -218,7 +240,7 @@ return 1
 """
 
 
-# KEYS: head, exchanges, order, ready r, t, v; ARGV: subject. Removes the subject's exchanges and
+# KEYS: head, exchanges, order, ready r, t, v, m; ARGV: subject. Removes the subject's exchanges and
 # their part of the summary from a shared thread, drops its ready context (the next read makes it
 # afresh) and counts the change in the head's `ver`; replies {lines, parts} removed.
 ERASE_LINES = """
@@ -244,7 +266,7 @@ if part then
 end
 redis.call('HDEL', KEYS[1], 'ask:' .. ARGV[1])
 if (removed > 0 or parts > 0) then
-  redis.call('DEL', KEYS[4], KEYS[5], KEYS[6])
+  redis.call('DEL', KEYS[4], KEYS[5], KEYS[6], KEYS[7])
   if redis.call('EXISTS', KEYS[1]) == 1 then
     -- 0 - n, not -n: Lua writes -0 as "-0", which HINCRBY refuses
     redis.call('HINCRBY', KEYS[1], 'tokens', 0 - tokens)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -22,7 +22,14 @@ from redis.exceptions import (
 from adapters.redis_scripts import ADVANCE, ERASE_LINES, STORE_READY, WRITE_THREAD
 from projections.folded import Folded
 from projections.position import Position
-from projections.ready import READY_FORMAT, ReadyThread, exchange_fragments, join_fragments, thread_version
+from projections.ready import (
+    READY_FORMAT,
+    ReadyThread,
+    exchange_fragments,
+    join_fragments,
+    lead_body,
+    thread_version,
+)
 from projections.session import (
     Exchange,
     Loaded,
@@ -41,23 +48,26 @@ _REDIS_OUTAGES = (ReadOnlyError, ClusterDownError, TryAgainError, OutOfMemoryErr
 _REDIS_OUTAGE_REPLIES = ("LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM")
 
 
-@contextmanager
-def redis_errors() -> Iterator[None]:
+class redis_errors:
     """Translate redis-py's exceptions into memlog's at this edge: an outage is retried, while an
     error reply about the data itself (WRONGTYPE, a failing script) is a refusal, so its record is
-    dead-lettered instead of stalling the partition."""
-    try:
-        yield
-    except _REDIS_OUTAGES as exc:
-        raise StoreUnavailable(f"redis: {exc}") from exc
-    except ResponseError as exc:
-        if str(exc).startswith(_REDIS_OUTAGE_REPLIES):
+    dead-lettered instead of stalling the partition. A class, not a generator: the context read
+    enters it on every read."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, _REDIS_OUTAGES):
             raise StoreUnavailable(f"redis: {exc}") from exc
-        raise StoreRefused(f"redis refused the write: {exc}") from exc
-    except RedisError as exc:
-        raise StoreUnavailable(f"redis: {exc}") from exc
-    except OSError as exc:
-        raise StoreUnavailable(f"redis: {exc}") from exc
+        if isinstance(exc, ResponseError):
+            if str(exc).startswith(_REDIS_OUTAGE_REPLIES):
+                raise StoreUnavailable(f"redis: {exc}") from exc
+            raise StoreRefused(f"redis refused the write: {exc}") from exc
+        if isinstance(exc, RedisError | OSError):
+            raise StoreUnavailable(f"redis: {exc}") from exc
 
 
 def _text(value: Any) -> str:
@@ -95,12 +105,43 @@ SEGMENT_FIELD = "seg:"  # + the asker: a shared thread's summary part, in its he
 ASKER_FIELD = "ask:"  # + the subject: someone who has had lines in a shared thread, in its head
 
 
-READY_BYTES = READY_FORMAT.encode()
+# The format a thread's ready context is stored in: the fragments' (`READY_FORMAT`) and this store's
+# layout of them, with the read's meta key `m` (`ready_meta` in adapters/redis_scripts.py). A writer of
+# an older memlog finds another format, takes the ready context for stale and drops `t` and `v`, so a
+# read never trusts a meta it did not keep current.
+STORED_FORMAT = f"{READY_FORMAT}+m"
+DECODED_THREADS = 256  # the threads whose read meta a store keeps decoded (the latest of each)
+DECODED_BYTES = 16_384  # a larger meta (a long summary, many parts) is decoded on each read
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMeta:
+    """A thread's read meta (`ready_meta` in adapters/redis_scripts.py), decoded: a pure function of its
+    bytes and the thread's key, so a store keeps the latest of each thread it serves."""
+
+    text_bytes: int
+    view_bytes: int
+    head: SessionHead
+    version: str
+    ids: tuple[str, ...]
+    lead: bytes  # the summary's lead as inside the rendered context's JSON string (`lead_body`)
+
+    @classmethod
+    def decode(cls, key: ThreadKey, meta: bytes) -> ReadMeta | None:
+        """None for a meta in another format, or not one this store wrote."""
+        try:
+            fmt, text_bytes, view_bytes, fields, ids = json.loads(meta)
+            if fmt != STORED_FORMAT:
+                return None
+            head = _head_of(fields)
+            return cls(int(text_bytes), int(view_bytes), head, _version(fields), tuple(ids), lead_body(head, key))
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return None
 
 
 class RedisSessionStore:
-    """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v` (head, exchanges, order, ready context) and
-    `:e` (its served mark), the subject's
+    """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v|m` (head, exchanges, order, ready context:
+    lengths, texts, views, the read's meta) and `:e` (its served mark), the subject's
     shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
@@ -117,11 +158,13 @@ class RedisSessionStore:
         self._store_ready = client.register_script(STORE_READY)
         self._cluster = isinstance(client, RedisCluster)  # runs no script inside a pipeline
         self._marks_complete = f"{prefix}:served-marks"  # ServedMarks: every stored run has marked its thread
+        self._decoded: dict[ThreadKey, tuple[bytes, ReadMeta]] = {}  # each thread's latest meta, decoded
+        self._read_keys: dict[ThreadKey, tuple[str, str, str, str]] = {}  # what `read_ready` reads, per thread
 
-    def _keys(self, key: ThreadKey) -> tuple[str, str, str, str, str, str]:
-        """Head, exchanges, order, and the ready context: its lengths, texts and views."""
+    def _keys(self, key: ThreadKey) -> tuple[str, str, str, str, str, str, str]:
+        """Head, exchanges, order, and the ready context: its lengths, texts, views and the read's meta."""
         base = thread_base(self._prefix, key)
-        return f"{base}:h", f"{base}:x", f"{base}:o", f"{base}:r", f"{base}:t", f"{base}:v"
+        return f"{base}:h", f"{base}:x", f"{base}:o", f"{base}:r", f"{base}:t", f"{base}:v", f"{base}:m"
 
     def _checkpoints(self, topic: str) -> str:
         return f"{self._prefix}:applied:{topic}"
@@ -214,7 +257,7 @@ class RedisSessionStore:
             separators=(",", ":"),
             ensure_ascii=False,
         )
-        args: list[Any] = [now_ms, changes, "0" if key.thread == SESSION_THREAD else "1", READY_FORMAT]
+        args: list[Any] = [now_ms, changes, "0" if key.thread == SESSION_THREAD else "1", STORED_FORMAT]
         for _, text, view in forms:
             args += (text, view)
         return args
@@ -277,43 +320,47 @@ class RedisSessionStore:
         exchanges = {_text(k): v for k, v in raw_exchanges.items()}
         fields = {_text(k): _text(v) for k, v in raw_head.items()}
         return fields, Session(
-            head=_head(fields),
+            head=_head_of(fields),
             exchanges=tuple(Exchange.from_json(exchanges[_text(i)]) for i in order if _text(i) in exchanges),
         )
 
     async def read_ready(self, key: ThreadKey) -> ReadyThread | None:
-        """One MULTI: the head and the ready context, served as stored when it is current (made in this
-        format at the head's position, holding as many exchanges as the order); otherwise the thread
-        is read from its exchanges and its ready context stored for the next read."""
-        head_key, _, order_key, ready_key, texts_key, views_key = self._keys(key)
+        """One MGET of the ready context's texts, views and meta (`ready_meta` in adapters/redis_scripts.py)
+        and the served mark: served as stored when the meta is in this format and names the lengths of
+        the texts and views read with it (every writer rewrites it with them, or drops it); otherwise the
+        thread is read from its exchanges and its ready context stored for the next read."""
+        names = self._read_keys.get(key) or self._names(key)
         with redis_errors():
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.hgetall(head_key)
-                pipe.hmget(ready_key, ["fmt", "pos", "n"])
-                pipe.get(texts_key)
-                pipe.get(views_key)
-                pipe.lrange(order_key, 0, -1)
-                pipe.exists(served_key(self._prefix, key))
-                raw_head, (fmt, pos, held), texts, views, order, served = await pipe.execute()
-        if not raw_head:
-            return None
-        fields = {k.decode(): v.decode() for k, v in raw_head.items()}
-        if (
-            fmt == READY_BYTES
-            and pos is not None
-            and pos.decode() == fields.get("pos")
-            and held is not None
-            and int(held) == len(order)
-        ):
-            ids = tuple(map(bytes.decode, order))  # the hot path: decoded in C, not per id in Python
-            return ReadyThread.of(
-                key, _head(fields), _version(fields), ids, texts or b"", views or b"", served=bool(served)
-            )
-        return await self._ready_from_exchanges(key)
+            texts, views, meta, served = await self._redis.mget(names)
+        if meta is not None and texts is not None and views is not None:
+            known = self._decoded.get(key)
+            decoded = known[1] if known is not None and known[0] == meta else self._decode(key, meta)
+            if decoded is not None and decoded.text_bytes == len(texts) and decoded.view_bytes == len(views):
+                return ReadyThread.joined(
+                    decoded.head, decoded.version, decoded.ids, decoded.lead, texts, views, served=served is not None
+                )
+        return await self._ready_from_exchanges(key, stale_meta=meta is not None)
 
-    async def _ready_from_exchanges(self, key: ThreadKey) -> ReadyThread | None:
+    def _decode(self, key: ThreadKey, meta: bytes) -> ReadMeta | None:
+        decoded = ReadMeta.decode(key, meta)
+        if decoded is not None and len(meta) <= DECODED_BYTES:
+            _keep(self._decoded, key, (meta, decoded))
+        return decoded
+
+    def _names(self, key: ThreadKey) -> tuple[str, str, str, str]:
+        """The keys `read_ready` reads: texts, views, meta, served mark."""
+        _, _, _, _, texts, views, meta = self._keys(key)
+        names = texts, views, meta, served_key(self._prefix, key)
+        _keep(self._read_keys, key, names)
+        return names
+
+    async def _ready_from_exchanges(self, key: ThreadKey, stale_meta: bool = False) -> ReadyThread | None:
         found = await self._read(key)
+        keys = self._keys(key)
         if found is None:
+            if stale_meta:  # left by a writer of an older memlog that dropped the thread: its data goes too
+                with redis_errors():
+                    await self._redis.delete(keys[6])
             return None
         fields, session = found
         fragments = [exchange_fragments(exchange) for exchange in session.exchanges]
@@ -321,11 +368,10 @@ class RedisSessionStore:
         lengths: list[Any] = []
         for exchange, (text, view) in zip(session.exchanges, fragments, strict=True):
             lengths += [exchange.exchange_id, f"{len(text)}:{len(view)}"]
-        head_key, _, order_key, *ready_keys = self._keys(key)
         with redis_errors():
             await self._store_ready(
-                keys=[head_key, order_key, *ready_keys],
-                args=[READY_FORMAT, fields.get("pos", ""), fields.get("ver", "0"), texts, views, *lengths],
+                keys=list(keys),
+                args=[STORED_FORMAT, fields.get("pos", ""), fields.get("ver", "0"), texts, views, *lengths],
             )
             served = await self._redis.exists(served_key(self._prefix, key))
         ids = tuple(exchange.exchange_id for exchange in session.exchanges)
@@ -382,6 +428,13 @@ class RedisSessionStore:
             if thread is not None:
                 shared.append((key, thread))
         return subject_threads(subject, session, shared)
+
+
+def _keep(kept: dict[ThreadKey, Any], key: ThreadKey, value: Any) -> None:
+    """Keep `value` for the thread, forgetting the longest-kept thread's beyond DECODED_THREADS."""
+    if key not in kept and len(kept) >= DECODED_THREADS:
+        del kept[next(iter(kept))]
+    kept[key] = value
 
 
 def _change_args(write: SessionWrite, exchange_json: str) -> list[Any]:
@@ -464,7 +517,11 @@ def _version(fields: dict[str, str]) -> str:
 
 
 def _head(raw: dict[Any, Any]) -> SessionHead:
-    fields = _texts(raw)
+    return _head_of(_texts(raw))
+
+
+def _head_of(fields: dict[str, str]) -> SessionHead:
+    """The head from its fields, decoded."""
     segments = []
     for name, value in fields.items():
         if name.startswith(SEGMENT_FIELD):

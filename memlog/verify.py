@@ -31,7 +31,7 @@ class Difference:
         return f"{self.where} {self.key}: {self.problem}"
 
 
-READY_KEYS = ("}:r", "}:t", "}:v")  # adapters.redis_store: a thread's ready context
+READY_KEYS = ("}:r", "}:t", "}:v", "}:m")  # adapters.redis_store: a thread's ready context, and its meta
 SERVED_KEYS = ("}:e", ":served-marks")  # adapters.redis_store: served marks, and that they are complete
 
 

@@ -65,6 +65,12 @@ def summary_lead(head: SessionHead, key: ThreadKey) -> str:
     return Session(head).render(key)
 
 
+def lead_body(head: SessionHead, key: ThreadKey) -> bytes:
+    """`summary_lead` as inside the rendered context's JSON string (empty without a summary)."""
+    lead = summary_lead(head, key)
+    return json_string_body(lead) if lead else b""
+
+
 @dataclass(frozen=True)
 class ReadyThread:
     """A thread as a context read serves it.
@@ -96,13 +102,26 @@ class ReadyThread:
     ) -> ReadyThread:
         """From the concatenated fragments as stored (`texts`: the rendered exchanges' string bodies;
         `views`: the views, each after its comma) of the exchanges `ids`, in order."""
-        lead = summary_lead(head, key)
+        return cls.joined(head, version, ids, lead_body(head, key), texts, views, served)
+
+    @classmethod
+    def joined(
+        cls,
+        head: SessionHead,
+        version: str,
+        ids: tuple[str, ...],
+        lead: bytes,
+        texts: bytes,
+        views: bytes,
+        served: bool = True,
+    ) -> ReadyThread:
+        """`of`, given the thread's `lead_body` (a store may keep it with the head it was made from)."""
         return cls(
             head=head,
             version=version,
             exchange_ids=ids,
             exchanges_json=b"".join((b"[", memoryview(views)[1:], b"]")),
-            rendered_json=b"".join((b'"', json_string_body(lead) if lead else b"", texts, b'"')),
+            rendered_json=b"".join((b'"', lead, texts, b'"')),
             served=served,
         )
 
