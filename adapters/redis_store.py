@@ -20,6 +20,7 @@ from redis.exceptions import (
 )
 
 from adapters.redis_scripts import ADVANCE, ERASE_LINES, STORE_READY, WRITE_THREAD
+from projections.exports import subject_threads
 from projections.folded import Folded
 from projections.position import Position
 from projections.ready import (
@@ -38,10 +39,9 @@ from projections.session import (
     SessionHead,
     SessionWrite,
     ThreadKey,
-    subject_threads,
 )
 from schemas.errors import StoreRefused, StoreUnavailable
-from schemas.events import SESSION_THREAD
+from schemas.events import SESSION_THREAD, compact_json
 
 # Replies that say the server cannot take writes for now, not that this write is wrong.
 _REDIS_OUTAGES = (ReadOnlyError, ClusterDownError, TryAgainError, OutOfMemoryError, BusyLoadingError)
@@ -252,11 +252,7 @@ class RedisSessionStore:
     def _thread_args(key: ThreadKey, indexes: list[int], writes: list[SessionWrite], now_ms: int) -> list[Any]:
         thread_writes = [writes[index] for index in indexes]
         forms = exchange_forms(thread_writes, now_ms)
-        changes = json.dumps(
-            [_change_args(write, form[0]) for write, form in zip(thread_writes, forms, strict=True)],
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
+        changes = compact_json([_change_args(write, form[0]) for write, form in zip(thread_writes, forms, strict=True)])
         args: list[Any] = [now_ms, changes, "0" if key.thread == SESSION_THREAD else "1", STORED_FORMAT]
         for _, text, view in forms:
             args += (text, view)

@@ -260,7 +260,11 @@ class Settings(BaseSettings):
         default="memlog_privacy", description="MongoDB database of the key vault, ledger and exports (no namespace)."
     )
     key_cache_seconds: float = Field(default=5.0, ge=0, description="How long a process caches a data key to read.")
-    replay_batch: int = Field(default=20_000, ge=1, description="Records a replay reads and writes per batch.")
+    replay_batch: int = Field(
+        default=60_000,
+        ge=1,
+        description="Records a replay reads and writes per batch (more: fewer store calls, more memory).",
+    )
     replay_workers: int = Field(
         default=1,
         ge=1,

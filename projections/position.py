@@ -6,10 +6,12 @@ import re
 from dataclasses import dataclass
 
 from schemas.errors import InvalidEvent
+from schemas.frozen import quick
 
 _TOKEN = re.compile(r"^(?P<topic>[a-z]+)\.(?P<partition>\d{1,6})\.(?P<offset>\d{1,19})$")
 
 
+@quick
 @dataclass(frozen=True, order=True)
 class Position:
     """Where a record sits in a topic. `topic` is the short name (threads, facts, ...)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from projections.folded import Folded, SummaryNotice, fold_more, summary_notice
 from projections.position import Position
@@ -19,6 +19,7 @@ from schemas.events import (
     PUBLIC_THREAD,
     SESSION_THREAD,
     AnswerGiven,
+    ExchangeEvent,
     QuestionAsked,
     ThreadArchived,
     ThreadEvent,
@@ -28,8 +29,10 @@ from schemas.events import (
     ThreadRenamed,
     ThreadReset,
     ToolCalled,
+    compact_json,
     conversation_of,
 )
+from schemas.frozen import quick
 from schemas.session_text import added_text, tokens_of
 
 TokenCounter = Callable[[str], int]
@@ -113,7 +116,7 @@ class Exchange:
 
     def to_json(self) -> str:
         extra = {} if self.subject is None else {"subject": self.subject}
-        return json.dumps(
+        return compact_json(
             {
                 "exchange_id": self.exchange_id,
                 "question": self.question,
@@ -125,9 +128,7 @@ class Exchange:
                 "idempotency_key": self.idempotency_key,
                 "tokens": self.tokens,
                 **extra,
-            },
-            separators=(",", ":"),
-            ensure_ascii=False,
+            }
         )
 
     @classmethod
@@ -253,6 +254,9 @@ class SessionChange:
     folded: Folded | None = None  # with a new summary: what it has folded away so far
 
 
+_EXCHANGE_EVENTS = frozenset({QuestionAsked, ToolCalled, AnswerGiven})
+
+
 def _expired(head: SessionHead | None, ttl_ms: int, at: int) -> bool:
     return head is not None and head.last_question_at > 0 and head.last_question_at + ttl_ms <= at
 
@@ -275,9 +279,22 @@ def apply_event(
     `count_tokens` is called only for events without one.
     `covered` holds the exchanges a ThreadFolded names, as loaded.
     """
-    env = event.envelope
     if conversation_of(event) != MAIN_CONVERSATION:
         return None  # the session shows the thread's current conversation only; the others live in the archive
+    if type(event) not in _EXCHANGE_EVENTS:  # most events are one: no other kind's check applies to them
+        return _apply_other(head, exchange, event, ttl_ms, count_tokens, covered)
+    return _apply_exchange_event(head, exchange, cast(ExchangeEvent, event), ttl_ms, count_tokens)
+
+
+def _apply_other(
+    head: SessionHead | None,
+    exchange: Exchange | None,
+    event: ThreadEvent,
+    ttl_ms: int,
+    count_tokens: TokenCounter,
+    covered: Mapping[str, Exchange | None] | None,
+) -> SessionChange | None:
+    env = event.envelope
     if isinstance(event, ThreadRenamed | ThreadPurged):
         # the current conversation moved away or was purged: the session starts afresh, like a reset
         last = head.last_question_at if head else env.occurred_at
@@ -289,6 +306,18 @@ def apply_event(
         return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")
     if isinstance(event, ThreadFolded):
         return _apply_fold(head, event, ttl_ms, count_tokens, covered or {})
+    assert isinstance(event, QuestionAsked | ToolCalled | AnswerGiven)  # a subclass of one
+    return _apply_exchange_event(head, exchange, event, ttl_ms, count_tokens)
+
+
+def _apply_exchange_event(
+    head: SessionHead | None,
+    exchange: Exchange | None,
+    event: ExchangeEvent,
+    ttl_ms: int,
+    count_tokens: TokenCounter,
+) -> SessionChange | None:
+    env = event.envelope
     reset = _expired(head, ttl_ms, env.occurred_at)
     if reset:
         head, exchange = None, None
@@ -485,6 +514,11 @@ class BatchPlan:
     answered: set[ThreadKey]  # threads where an answer landed: the moment a fold may follow
 
 
+# built several times for every event a replay applies: without object.__setattr__ (schemas.frozen)
+for _built in (ToolCall, Exchange, Segment, SessionHead, Session, SessionChange, SessionWrite, BatchPlan):
+    quick(_built)
+
+
 def plan_batch(
     events: Sequence[tuple[ThreadEvent, Position]],
     loaded: Loaded,
@@ -564,32 +598,3 @@ def plan_fold(session: Session, policy: ThreadPolicy) -> list[Exchange]:
         if not exchange.complete:
             return candidates[:index]
     return candidates
-
-
-def subject_threads(
-    subject: str, session: Session | None, shared: Sequence[tuple[ThreadKey, Session]]
-) -> dict[str, Any]:
-    """A subject's part of an export: their session, and their lines and their parts of the summaries on
-    the shared threads, as plain data."""
-    lines = [
-        {"thread": key.thread, "agent": key.owner or None, **json.loads(exchange.to_json())}
-        for key, thread in shared
-        for exchange in thread.exchanges
-        if exchange.subject == subject
-    ]
-    summaries = [
-        {"thread": key.thread, "agent": key.owner or None, "summary": segment.text, "at": segment.at}
-        for key, thread in shared
-        for segment in thread.head.segments
-        if segment.asker == subject
-    ]
-    return {
-        "session": None
-        if session is None
-        else {
-            "summary": session.head.summary,
-            "exchanges": [json.loads(exchange.to_json()) for exchange in session.exchanges],
-        },
-        "shared_thread_lines": lines,
-        "shared_thread_summaries": summaries,
-    }

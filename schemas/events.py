@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from schemas.errors import InvalidEvent
+from schemas.frozen import quick
 from schemas.limits import INT32_MAX, MAX_JSON_DEPTH, check_int, check_json
 
 Channel = Literal["v1", "v2", "askx"]
@@ -37,7 +38,8 @@ def check_name(field_name: str, value: object) -> str:
         raise InvalidEvent(field_name, "must be a non-empty string")
     if len(value) > MAX_NAME_LENGTH:
         raise InvalidEvent(field_name, f"is {len(value)} characters; at most {MAX_NAME_LENGTH}")
-    if _has_control(value):
+    # ASCII (most names): its only Cc characters are exactly what str.isprintable refuses, 0x00-0x1F and 0x7F
+    if (not value.isprintable()) if value.isascii() else _has_control(value):
         raise InvalidEvent(field_name, "contains a control character")
     return value
 
@@ -61,6 +63,7 @@ def record_key(tenant: str, owner: str) -> bytes:
     return f"{tenant}{KEY_SEPARATOR}{owner}".encode()
 
 
+@quick
 @dataclass(frozen=True)
 class Envelope:
     tenant: str
@@ -98,6 +101,7 @@ class Envelope:
         return ""
 
 
+@quick
 @dataclass(frozen=True)
 class QuestionAsked:
     TYPE: ClassVar[str] = "memlog.QuestionAsked"
@@ -122,6 +126,7 @@ class QuestionAsked:
             raise InvalidEvent("channel", f"must be one of {', '.join(CHANNELS)}, not {self.channel!r}")
 
 
+@quick
 @dataclass(frozen=True)
 class ToolCalled:
     TYPE: ClassVar[str] = "memlog.ToolCalled"
@@ -154,6 +159,7 @@ class ToolCalled:
             check_json(name, value)
 
 
+@quick
 @dataclass(frozen=True)
 class AnswerGiven:
     TYPE: ClassVar[str] = "memlog.AnswerGiven"
@@ -174,6 +180,7 @@ class AnswerGiven:
         check_tokens(self.tokens, len(self.answer))
 
 
+@quick
 @dataclass(frozen=True)
 class ThreadFolded:
     """A thread's oldest exchanges replaced by a summary.
@@ -201,6 +208,7 @@ class ThreadFolded:
         object.__setattr__(self, "covers", tuple(self.covers))  # Avro hands back a list
 
 
+@quick
 @dataclass(frozen=True)
 class ThreadReset:
     TYPE: ClassVar[str] = "memlog.ThreadReset"
@@ -212,6 +220,7 @@ class ThreadReset:
         check_conversation(self.conversation)
 
 
+@quick
 @dataclass(frozen=True)
 class ThreadRenamed:
     """The conversation's identity moves to `target`; its entries and archives move with it (004)."""
@@ -228,6 +237,7 @@ class ThreadRenamed:
             raise InvalidEvent("target", "is the conversation itself")
 
 
+@quick
 @dataclass(frozen=True)
 class ThreadForked:
     """The newest `entries` active entries are copied to a new conversation; the source is unchanged (004)."""
@@ -250,6 +260,7 @@ class ThreadForked:
 CONVERSATION_KINDS: tuple[str, ...] = ("main", "task", "subagent")
 
 
+@quick
 @dataclass(frozen=True)
 class ThreadArchived:
     """Archive metadata changes (archived, protected, kind, label); entries do not (004)."""
@@ -268,6 +279,7 @@ class ThreadArchived:
             raise InvalidEvent("kind", f"must be one of {', '.join(CONVERSATION_KINDS)}, not {self.kind!r}")
 
 
+@quick
 @dataclass(frozen=True)
 class ThreadPurged:
     """The conversation's entries and archives are deleted (004: purge cascades to its archives)."""
@@ -302,6 +314,7 @@ FACT_SCOPES: tuple[str, ...] = ("agent", "shared")
 FACT_SOURCES: tuple[str, ...] = ("agent", "subject")
 
 
+@quick
 @dataclass(frozen=True)
 class FactRemembered:
     TYPE: ClassVar[str] = "memlog.FactRemembered"
@@ -325,6 +338,7 @@ class FactRemembered:
             raise InvalidEvent("subject", "a fact is about a subject, or the tenant's (in its public thread)")
 
 
+@quick
 @dataclass(frozen=True)
 class FactRevised:
     TYPE: ClassVar[str] = "memlog.FactRevised"
@@ -337,6 +351,7 @@ class FactRevised:
         check_text("text", self.text)
 
 
+@quick
 @dataclass(frozen=True)
 class FactForgotten:
     TYPE: ClassVar[str] = "memlog.FactForgotten"
@@ -347,6 +362,7 @@ class FactForgotten:
         check_name("fact_id", self.fact_id)
 
 
+@quick
 @dataclass(frozen=True)
 class FactsCleared:
     TYPE: ClassVar[str] = "memlog.FactsCleared"
@@ -359,6 +375,7 @@ FactEvent = FactRemembered | FactRevised | FactForgotten | FactsCleared
 RUN_STATUSES: tuple[str, ...] = ("ok", "error")
 
 
+@quick
 @dataclass(frozen=True)
 class ModelStep:
     seq: int
@@ -371,6 +388,7 @@ class ModelStep:
     duration_ms: int
 
 
+@quick
 @dataclass(frozen=True)
 class TraceToolCall:
     seq: int
@@ -382,6 +400,7 @@ class TraceToolCall:
     duration_ms: int
 
 
+@quick
 @dataclass(frozen=True)
 class RunTraced:
     TYPE: ClassVar[str] = "memlog.RunTraced"
@@ -417,6 +436,7 @@ class RunTraced:
         object.__setattr__(self, "tool_calls", calls)
 
 
+@quick
 @dataclass(frozen=True)
 class SubjectErased:
     """DESIGN "Erasure, export, replay": everything about the subject goes, then their data key."""
@@ -433,6 +453,7 @@ class SubjectErased:
             raise InvalidEvent("subject", "an erasure names its subject")
 
 
+@quick
 @dataclass(frozen=True)
 class SubjectExportRequested:
     TYPE: ClassVar[str] = "memlog.SubjectExportRequested"
@@ -519,12 +540,21 @@ def _plain(value: Any) -> Any:
     return dict(value.__dict__) if hasattr(value, "__dataclass_fields__") else value
 
 
+_MILLISECOND = dt.timedelta(milliseconds=1)
+
+
 def millis(value: Any) -> int:
     """Epoch milliseconds of a decoded timestamp-millis, exactly (float timestamps round)."""
     if isinstance(value, dt.datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-        return (aware - _EPOCH) // dt.timedelta(milliseconds=1)
+        return (aware - _EPOCH) // _MILLISECOND
     return int(value)
+
+
+# each event type's fields besides its envelope, looked up once rather than for every record
+_BODY_FIELDS: dict[type[Event], tuple[str, ...]] = {
+    cls: tuple(name for name in cls.__dataclass_fields__ if name != "envelope") for cls in EVENT_TYPES.values()
+}
 
 
 def from_record(full_name: str, record: dict[str, Any]) -> Event:
@@ -532,20 +562,25 @@ def from_record(full_name: str, record: dict[str, Any]) -> Event:
     cls = EVENT_TYPES.get(full_name)
     if cls is None:
         raise InvalidEvent("event_type", f"{full_name} is not a memlog event")
-    raw_env = dict(record["envelope"])
+    raw_env = record["envelope"]
+    get = raw_env.get
     envelope = Envelope(
         tenant=raw_env["tenant"],
         thread=raw_env["thread"],
         producer=raw_env["producer"],
-        subject=raw_env.get("subject"),
-        agent=raw_env.get("agent"),
+        subject=get("subject"),
+        agent=get("agent"),
         occurred_at=millis(raw_env["occurred_at"]),
         event_id=str(raw_env["event_id"]),
-        idempotency_key=raw_env.get("idempotency_key"),
-        trace_id=raw_env.get("trace_id"),
+        idempotency_key=get("idempotency_key"),
+        trace_id=get("trace_id"),
     )
-    fields = {name: value for name, value in record.items() if name != "envelope" and name in cls.__dataclass_fields__}
+    fields = {name: record[name] for name in _BODY_FIELDS[cls] if name in record}
     return cls(envelope=envelope, **fields)
+
+
+# json.dumps(value, separators=(",", ":"), ensure_ascii=False), without building an encoder for every call
+compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def json_text(field_name: str, value: Any) -> str:

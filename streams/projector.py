@@ -21,6 +21,7 @@ from projections.sealing import sealed_key_id
 from schemas.codec import Codec, Decoded
 from schemas.errors import DecodeError, InvalidEvent, LogUnavailable, Shredded, StoreUnavailable
 from schemas.events import Event, from_record, now_ms
+from schemas.frozen import quick
 from streams.metrics import Metrics
 from streams.sealer import Sealer
 
@@ -34,6 +35,7 @@ class DeadLetterSink(Protocol):
     async def send(self, key: bytes | None, value: bytes) -> None: ...
 
 
+@quick
 @dataclass(frozen=True)
 class Erased:
     """A record of an erased subject: its data key is gone, so it no longer opens."""
@@ -45,6 +47,7 @@ class Erased:
 Read = Event | Erased | Exception  # what a record turned out to be
 
 
+@quick
 @dataclass(frozen=True)
 class Record:
     """A Kafka record as an agent hands it over."""

@@ -8,6 +8,7 @@ import datetime as dt
 from dataclasses import replace
 from typing import Any
 
+from projections.exports import subject_threads
 from projections.facts import FactPolicy, SubjectFacts, questioned
 from projections.ports import FACT_SLOT_SECONDS, Clock, HeldFacts, utc_now
 from projections.position import Position
@@ -21,7 +22,6 @@ from projections.session import (
     SessionWrite,
     ThreadKey,
     after,
-    subject_threads,
 )
 from projections.traces import merge_served, served_threads
 from schemas.events import AUTOMATION_THREAD, PUBLIC_THREAD
