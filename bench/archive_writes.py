@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStart
 
 from adapters import connections
 from adapters.mongo_store import mongo_client
-from adapters.wiring import open_stores
+from adapters.wiring import Stores, open_stores
 from bench.projection import on_local_stack
 from config.settings import Settings
 from memlog.processes import isolated
@@ -145,10 +146,9 @@ def batches_of(per_batch: int) -> list[list[tuple[ThreadEvent, Position]]]:
     return batches
 
 
-async def measure(
-    settings: Settings, label: str, raw_copy: bool, per_batch: int
-) -> tuple[Row, list[list[dict[str, Any]]]]:
-    """The step's writes (and the raw copy's), with the entry documents it inserted, command by command."""
+@asynccontextmanager
+async def prepared(settings: Settings) -> AsyncIterator[tuple[Writes, Stores]]:
+    """Stores in a fresh namespace, the archive's collections prepared, every write command counted."""
     scoped = isolated(settings)
     writes = Writes()
     mongo = mongo_client(scoped.mongo, event_listeners=[writes], **connections.mongo_options(scoped))
@@ -156,6 +156,18 @@ async def measure(
     stores = open_stores(scoped, redis, mongo, scoped.namespace)
     try:
         await stores.conversations.prepare()
+        yield writes, stores
+    finally:
+        await mongo.drop_database(scoped.mongo_db_name)
+        await mongo.close()
+        await redis.aclose()
+
+
+async def measure(
+    settings: Settings, label: str, raw_copy: bool, per_batch: int
+) -> tuple[Row, list[list[dict[str, Any]]]]:
+    """The step's writes (and the raw copy's), with the entry documents it inserted, command by command."""
+    async with prepared(settings) as (writes, stores):
         raw = RawCopy(stores.database) if raw_copy else None
         if raw is not None:
             await raw.prepare()
@@ -170,10 +182,6 @@ async def measure(
         seconds = time.perf_counter() - started
         row = Row(label, Counter(writes.documents), writes.commands, seconds)
         return row, list(writes.entry_inserts)
-    finally:
-        await mongo.drop_database(scoped.mongo_db_name)
-        await mongo.close()
-        await redis.aclose()
 
 
 def merged(inserts: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
@@ -197,13 +205,7 @@ def merged(inserts: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
 async def floor(settings: Settings, inserts: list[list[dict[str, Any]]], label: str) -> Row:
     """Raw `insert_many` of the same entry documents, command by command, into `entries` with the
     store's indexes (made by its `prepare`, before the clock starts): the server's own cost."""
-    scoped = isolated(settings)
-    writes = Writes()
-    mongo = mongo_client(scoped.mongo, event_listeners=[writes], **connections.mongo_options(scoped))
-    redis = connections.redis_client(scoped)
-    stores = open_stores(scoped, redis, mongo, scoped.namespace)
-    try:
-        await stores.conversations.prepare()
+    async with prepared(settings) as (writes, stores):
         entries = stores.database["entries"]
         writes.clear()
         started = time.perf_counter()
@@ -211,10 +213,6 @@ async def floor(settings: Settings, inserts: list[list[dict[str, Any]]], label: 
             await entries.insert_many(docs, ordered=False)
         seconds = time.perf_counter() - started
         return Row(label, Counter(writes.documents), writes.commands, seconds)
-    finally:
-        await mongo.drop_database(scoped.mongo_db_name)
-        await mongo.close()
-        await redis.aclose()
 
 
 async def main(settings: Settings) -> None:
