@@ -400,7 +400,7 @@ class Settings(BaseSettings):
             return WORKER_PROJECTIONS
         names = [name.strip() for name in text.split(",")]
         unknown = [name for name in names if name not in WORKER_PROJECTIONS]
-        if unknown or not names:
+        if unknown:  # split gives at least one name: an empty setting names ''
             raise ValueError(
                 f"MEMLOG_WORKER_PROJECTIONS={self.worker_projections!r}: {', '.join(map(repr, unknown))} "
                 f"is not a projection; give `all` or some of {', '.join(WORKER_PROJECTIONS)}"
