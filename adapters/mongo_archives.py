@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import replace
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -20,6 +20,7 @@ from adapters.mongo_calendar import ArchiveCalendarReads
 from adapters.mongo_entries import conversation_id, entry_doc, entry_of_doc
 from adapters.mongo_entries import where as _where
 from adapters.mongo_places import ArchiveNeighbourReads
+from adapters.mongo_scans import above, at_most, docs_where, equals, ids_where, in_seq_order, update_ids
 from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
 from projections.archives import (
     NEVER,
@@ -215,20 +216,23 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
         return held
 
     async def _archive_generation(self, op: ArchiveGeneration) -> None:
-        where = {**_where(op.ref), "seq": {"$lt": op.before}, "reset_at": NEVER}
+        where = {**_where(op.ref), "seq": {"$lt": op.before}}  # and reset_at NEVER, checked on what comes back
+        live = equals("reset_at", NEVER)
         with mongo_errors():
             if op.kind == "reset":
-                await self._entries.update_many(
-                    where, {"$addToSet": {"archives": op.archive_id}, "$set": {"reset_at": op.before}}
+                ids = await ids_where(self._entries, where, ("reset_at",), live)
+                await update_ids(
+                    self._entries, ids, {"$addToSet": {"archives": op.archive_id}, "$set": {"reset_at": op.before}}
                 )
             else:
-                await self._entries.update_many(
-                    {**where, "compacted_at": NEVER}, {"$addToSet": {"archives": op.archive_id}}
-                )
-                await self._entries.update_many(
-                    {**where, "compacted_at": NEVER, "exchange_id": {"$in": list(op.covers)}},
-                    {"$set": {"compacted_at": op.before}},
-                )
+                active = equals("compacted_at", NEVER)
+                docs = await self._entries.find(where, {"reset_at": 1, "compacted_at": 1, "exchange_id": 1}).to_list()
+                kept = [doc for doc in docs if live(doc) and active(doc)]
+                archived = {"$addToSet": {"archives": op.archive_id}}
+                await update_ids(self._entries, [doc["_id"] for doc in kept], archived)
+                covers = set(op.covers)
+                covered = [doc["_id"] for doc in kept if _covered(doc.get("exchange_id"), covers)]
+                await update_ids(self._entries, covered, {"$set": {"compacted_at": op.before}})
             unset = {"$set": {"open_exchange": None}} if op.kind == "reset" else {}
             await self._conversations.update_one(
                 {"_id": conversation_id(op.ref)}, {"$addToSet": {"generations": op.archive_id}, **unset}
@@ -284,13 +288,14 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             claimed = await self._claim_target(op.ref, op.target, op.before)
             if claimed is None:
                 return  # the target exists, or is the source: refused
-            docs = (
-                await self._entries.find(
-                    {**_where(op.ref), "seq": {"$lt": op.before}, "reset_at": NEVER, "compacted_at": NEVER}
-                )
-                .sort("seq", DESCENDING)
-                .limit(op.entries)
-                .to_list()
+            live, active = equals("reset_at", NEVER), equals("compacted_at", NEVER)
+            docs = await in_seq_order(
+                self._entries,
+                _where(op.ref),
+                {"$lt": op.before},
+                lambda doc: live(doc) and active(doc),
+                op.entries,
+                descending=True,
             )
             copies = [replace(c, n=n) for n, c in enumerate(forked([entry_of_doc(d) for d in docs], op))]
             if copies:
@@ -400,25 +405,21 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
     ) -> list[Entry]:
         """Entries in seq order after `after_seq`: current (export), history (all), or reset (reset archives);
         with a time range, those of the range (read from the time index: one local day, say)."""
-        query: dict[str, Any] = {**_where(ref), "seq": {"$gt": after_seq, "$lte": snapshot}}
-        if scope == "current":
-            query["reset_at"] = {"$gt": snapshot}
-        elif scope == "reset":
-            query["reset_at"] = {"$lte": snapshot}
         if since is not None or until is not None:  # one local day, say: read from the time index
             return [
                 entry_of_doc(d) for d in await self.docs_between(ref, scope, snapshot, after_seq, limit, since, until)
             ]
+        keep = {"current": above("reset_at", snapshot), "reset": at_most("reset_at", snapshot)}.get(scope, _any)
+        seq = {"$gt": after_seq, "$lte": snapshot}
         with mongo_errors():
-            docs = await self._entries.find(query, {"terms": 0}).sort("seq", ASCENDING).limit(limit).to_list()
+            docs = await in_seq_order(self._entries, _where(ref), seq, keep, limit, fields={"terms": 0})
         return [entry_of_doc(d) for d in docs]
 
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]:
         """Every conversation's entry with this id (a fork copies ids): the caller prefers the live one."""
+        thread_of = {"tenant": tenant, "thread": thread, "owner": owner}  # the id checked on what comes back
         with mongo_errors():
-            docs = await self._entries.find(
-                {"tenant": tenant, "thread": thread, "owner": owner, "entry_id": entry_id}, {"terms": 0}
-            ).to_list()
+            docs = await docs_where(self._entries, thread_of, ("entry_id",), lambda doc: doc["entry_id"] == entry_id)
         return [entry_of_doc(d) for d in docs]
 
     # --- erasure hooks (issue 7 plugs these into its cascade) ---------------------------------
@@ -440,6 +441,15 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
                 .to_list()
             )
         return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
+
+
+def _any(_: dict[str, Any]) -> bool:
+    return True
+
+
+def _covered(exchange_id: Any, covers: set[str]) -> bool:
+    """MongoDB's `{"exchange_id": {"$in": covers}}`."""
+    return isinstance(exchange_id, str) and exchange_id in covers
 
 
 def _aware(moment: Any) -> dt.datetime:

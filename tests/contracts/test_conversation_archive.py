@@ -110,6 +110,22 @@ class ConversationArchiveContract:
         # a snapshot taken before the reset still sees them as current
         assert [e.entry_id for e in await archive.entries(MAIN, scope="current", snapshot=1)] == ["x0.q", "x0.a"]
 
+    async def test_pages_of_one_scope_skip_the_other_scopes_entries(self, archive: ConversationArchive) -> None:
+        log = Log()
+        await _apply(archive, log.exchange(0, "q0", "a0") + log.exchange(1, "q1", "a1") + log.exchange(2, "q2", "a2"))
+        await _apply(archive, log.add(ThreadReset(_env())))
+        await _apply(archive, log.exchange(3, "q3", "a3") + log.exchange(4, "q4", "a4"))
+        first = await archive.entries(MAIN, scope="current", snapshot=100, limit=1)
+        assert [e.entry_id for e in first] == ["x3.q"]
+        rest = await archive.entries(MAIN, scope="current", snapshot=100, after_seq=first[0].seq, limit=2)
+        assert [e.entry_id for e in rest] == ["x3.a", "x4.q"]
+        kept = await archive.entries(MAIN, scope="reset", snapshot=100, limit=4)
+        assert [e.entry_id for e in kept] == ["x0.q", "x0.a", "x1.q", "x1.a"]
+        assert len(await archive.entries(MAIN, scope="history", snapshot=100, limit=7)) == 7
+        await _apply(archive, log.add(ThreadForked(_env(), "main", "side", 200)))  # the 3 newest active ones
+        side = await archive.entries(ConversationRef("castle", "session", "ann", "side"), scope="current", snapshot=99)
+        assert [e.entry_id for e in side] == ["x3.a", "x4.q", "x4.a"]
+
     async def test_rename_moves_identity_and_keeps_payloads_and_archives(self, archive: ConversationArchive) -> None:
         log = Log()
         await _apply(archive, log.exchange(0, "q", "a") + log.add(ThreadReset(_env())) + log.exchange(1, "q1", "a1"))
@@ -145,6 +161,10 @@ class ConversationArchiveContract:
         )
         assert [e.entry_id for e in taken] == ["x3.q", "x3.a"]
         assert len(await archive.entries(MAIN, scope="current", snapshot=99)) == 6  # the source is unchanged
+        copies = await archive.occurrences("castle", "session", "ann", "x2.q")
+        assert sorted((e.ref.conversation, e.forked_from) for e in copies) == [("main", None), ("side", "main")]
+        assert await archive.occurrences("castle", "session", "ann", "x9.q") == []
+        assert await archive.occurrences("castle", "session", "bob", "x2.q") == []
 
     async def test_archive_changes_metadata_only(self, archive: ConversationArchive) -> None:
         log = Log()

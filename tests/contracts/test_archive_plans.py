@@ -1,0 +1,87 @@
+"""Every query the MongoDB archive sends to its entries reads an index on the MongoDB-protocol server
+(adapters/mongo_scans.py): the whole ConversationArchive contract runs again with the driver's command
+events recorded, and each filter it sent (finds, updates, deletes) is explained afterwards. A
+collection scan there costs 30 to 45 s once the archive holds half a million entries."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStartedEvent, CommandSucceededEvent
+
+from adapters.mongo_archives import MongoConversationArchive
+from adapters.mongo_store import mongo_client
+from config.settings import Settings
+from projections.ports import ConversationArchive
+from tests.contracts.test_conversation_archive import ConversationArchiveContract
+
+
+class Sent(CommandListener):
+    """The filters of the commands sent to `entries`, with the sort of each find."""
+
+    def __init__(self) -> None:
+        self.filters: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+
+    def started(self, event: CommandStartedEvent) -> None:
+        command = event.command
+        if command.get("find") == "entries":
+            self.filters.append((dict(command.get("filter", {})), command.get("sort")))
+        for kind, key in (("update", "updates"), ("delete", "deletes")):
+            if command.get(kind) == "entries":
+                self.filters += [(dict(statement["q"]), None) for statement in command.get(key, [])]
+
+    def succeeded(self, event: CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: CommandFailedEvent) -> None:
+        pass
+
+
+def stages(plan: dict[str, Any]) -> list[str]:
+    found, stage = [], plan["queryPlanner"]["winningPlan"]
+    while stage:
+        found.append(stage["stage"])
+        stage = stage.get("inputStage")
+    return found
+
+
+class TestEveryArchiveQueryReadsAnIndex(ConversationArchiveContract):
+    @pytest.fixture
+    async def archive(self, settings: Settings) -> AsyncIterator[ConversationArchive]:
+        sent = Sent()
+        client = mongo_client(settings.mongo, event_listeners=[sent])
+        database = client[settings.mongo_db_name]
+        store = MongoConversationArchive(database)
+        await store.prepare()
+        try:
+            yield store
+            assert sent.filters, "the test sent no query to the entries"
+            for query, sort in sent.filters:
+                command: dict[str, Any] = {"find": "entries", "filter": query, **({"sort": sort} if sort else {})}
+                plan = await database.command("explain", command)
+                assert "COLLSCAN" not in stages(plan), (query, sort, plan["queryPlanner"]["winningPlan"])
+        finally:
+            await client.drop_database(settings.mongo_db_name)
+            await client.close()
+
+
+async def test_a_filter_naming_a_field_outside_the_index_is_a_scan_there(settings: Settings) -> None:
+    """The check above can fail: the filters the archive sent before adapters/mongo_scans.py scan."""
+    client = mongo_client(settings.mongo)
+    database = client[settings.mongo_db_name]
+    try:
+        await MongoConversationArchive(database).prepare()
+        where = {"tenant": "castle", "thread": "session", "owner": "ann", "conversation": "main"}
+        for query in (
+            {**where, "seq": {"$gt": -1, "$lte": 10}, "reset_at": {"$gt": 10}},
+            {"tenant": "castle", "thread": "session", "owner": "ann", "entry_id": "x0.q"},
+        ):
+            plan = await database.command("explain", {"find": "entries", "filter": query})
+            assert "COLLSCAN" in stages(plan), plan
+        plan = await database.command("explain", {"find": "entries", "filter": {**where, "seq": {"$lt": 5}}})
+        assert "COLLSCAN" not in stages(plan), plan
+    finally:
+        await client.drop_database(settings.mongo_db_name)
+        await client.close()
