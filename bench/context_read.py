@@ -2,20 +2,25 @@
 
 Prints p50 / p99 of: a raw Redis GET of the context's JSON (the floor), the session store's read
 (the decoded session; and the ready form, where the store keeps one), the evidence join every read
-makes (one query of the trace store for the runs that served the exchanges), the context read over the HTTP
-API, and the same read with `If-None-Match` (a 304). HTTP is measured with aiohttp's client on one
-kept-alive connection (the client a backend would pick for speed); one row repeats the read with
-httpx, whose client alone costs more than the server's answer. Ratios are to the floor of the same run. Every
-round runs each of them once, interleaved after a warm-up, so the machine's noise falls on all alike,
-in two groups each with its own floor: the store's reads, then the rest (HTTP's server and client
-slow a GET interleaved with them).
+makes (one query of the trace store for the runs that served the exchanges), the context read over the
+HTTP API, and the same read with `If-None-Match` (a 304); beside them HTTP's own floor, a bare ASGI app
+on the same server answering the same bytes (bench/http_floor.py), and a round trip to the API's
+`/healthz`. HTTP is measured with aiohttp's client on one kept-alive connection (the client a backend
+would pick for speed); one row repeats the read with httpx, whose client alone costs more than the
+server's answer. Ratios are to the floor of the same run. Every round runs each of them once,
+interleaved after a warm-up, so the machine's noise falls on all alike, in two groups each with its own
+floor: the store's reads, then the rest (HTTP's server and client slow a GET interleaved with them).
 No assertions: shared machines are noisy.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -27,7 +32,7 @@ from bench.projection import interleaved, on_local_stack, quantiles
 from bench.threads import exchange
 from config.settings import Settings
 from memlog.api.models import Context
-from memlog.processes import start_api, start_worker
+from memlog.processes import free_port, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from streams.topics import ensure_topics
@@ -54,6 +59,36 @@ async def ready_mget(redis: aioredis.Redis, base: str) -> list[object]:
     return await redis.mget(f"{base}:t", f"{base}:v", f"{base}:m", f"{base}:e")
 
 
+@contextlib.asynccontextmanager
+async def bare_server(body: bytes) -> AsyncIterator[Callable[[], Awaitable[bytes]]]:
+    """bench/http_floor.py serving `body` on a port of its own, and a GET of it on one kept-alive connection."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as file:
+        file.write(body)
+        file.flush()
+        port = free_port()
+        env = {**os.environ, "MEMLOG_BENCH_BODY_FILE": file.name}
+        server = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.http_floor", str(port), env=env)
+        try:
+            async with aiohttp.ClientSession(
+                f"http://127.0.0.1:{port}", connector=aiohttp.TCPConnector(limit=1)
+            ) as client:
+
+                async def get() -> bytes:
+                    async with client.get("/") as answer:
+                        return await answer.read()
+
+                for _ in range(100):
+                    try:
+                        if await get() == body:
+                            break
+                    except aiohttp.ClientConnectionError:
+                        await asyncio.sleep(0.1)
+                yield get
+        finally:
+            server.terminate()
+            await server.wait()
+
+
 async def run(settings: Settings) -> None:
     await ensure_topics(settings)
     worker = await asyncio.to_thread(start_worker, settings, LOGS)
@@ -65,6 +100,7 @@ async def run(settings: Settings) -> None:
             aiohttp.ClientSession(
                 f"http://127.0.0.1:{settings.api_port}", connector=aiohttp.TCPConnector(limit=1)
             ) as lean,
+            contextlib.AsyncExitStack() as stack,
         ):
 
             async def fetch(path: str, headers: dict[str, str] | None = None) -> bytes:
@@ -103,6 +139,7 @@ async def run(settings: Settings) -> None:
                     store["its MGET alone, raw (the client's floor for it)"] = lambda _, base=base: ready_mget(
                         redis, base
                     )
+                bare = await stack.enter_async_context(bare_server(body))
                 around: dict[str, Callable[[int], Awaitable[object]]] = {
                     floor_label: lambda _, blob=blob: redis.get(blob),
                     "evidence: the traces' runs of its exchanges": lambda _, subject=subject, ids=ids: (
@@ -111,6 +148,7 @@ async def run(settings: Settings) -> None:
                     "the read recomputed in process (no ready context)": lambda _, subject=subject: slow_read(
                         services, subject
                     ),
+                    "HTTP's floor: a bare ASGI app, same server, same bytes": lambda _, bare=bare: bare(),
                     "an HTTP round trip to the API (GET /healthz)": lambda _: fetch("/healthz"),
                     "context read over the HTTP API": lambda _, url=url: fetch(url),
                     "... the same with httpx as the client": lambda _, url=url: http.get(url),

@@ -16,6 +16,7 @@ from memlog.api import handlers
 from memlog.api.guard import RequestGuard
 from memlog.api.openapi import describe_names
 from memlog.api.routers import context, conversations, exchanges, facts, health, knowledge, privacy, replays, runs
+from memlog.api.shortcut import ContextShortcut
 from memlog.credentials import Credentials
 from memlog.services import Services, open_services
 from schemas.errors import ServiceSetupError, StoreUnavailable
@@ -60,6 +61,7 @@ def create_api(settings: Settings) -> FastAPI:
         return app.openapi_schema or describe_names(describe())
 
     app.openapi = openapi  # type: ignore[method-assign]
+    app.add_middleware(ContextShortcut)  # inside the guard: sizes and credentials are checked first
     app.add_middleware(RequestGuard, credentials=credentials, max_body_bytes=settings.max_body_bytes)
     handlers.install(app)
     for area in ROUTERS:

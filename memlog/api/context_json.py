@@ -76,9 +76,13 @@ def matches(if_none_match: str | None, tag: str) -> bool:
 
 
 def context_response(request: Request, read: ReadyContext) -> Response:
+    return context_answer(request.headers.get("if-none-match"), read)
+
+
+def context_answer(if_none_match: str | None, read: ReadyContext) -> Response:
     facts = facts_json(read.facts)
     tag = read.etag(facts)
     headers = {"ETag": tag, "Cache-Control": "private, no-cache"}
-    if matches(request.headers.get("if-none-match"), tag):
+    if matches(if_none_match, tag):
         return Response(status_code=304, headers=headers)
     return Response(context_body(read, facts), media_type="application/json", headers=headers)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -78,49 +78,56 @@ def unauthorized(exc: Unauthorized) -> JSONResponse:
     )
 
 
+def _validation(exc: RequestValidationError) -> JSONResponse:
+    return Refusal({"detail": exc.errors()}, status_code=422)
+
+
+def _forbidden(exc: Forbidden) -> JSONResponse:
+    return Refusal({"detail": [{"loc": ["header", "authorization"], "msg": str(exc)}]}, status_code=403)
+
+
+def _unavailable(exc: Exception) -> JSONResponse:
+    return error(503, None, str(exc), retry=True)
+
+
+# Every refusal memlog makes on purpose, by the exception that carries it.
+ANSWERS: dict[type[Exception], Callable[[Any], JSONResponse]] = {
+    RequestValidationError: _validation,
+    InvalidEvent: lambda exc: error(422, exc.field, exc.problem),
+    Unauthorized: unauthorized,
+    Forbidden: _forbidden,
+    Conflict: lambda exc: error(409, None, str(exc), retry=True),
+    KeyReused: lambda exc: error(409, "idempotency_key", str(exc)),
+    TargetExists: lambda exc: error(409, "target", str(exc)),
+    NothingToDo: lambda exc: error(409, None, str(exc)),
+    NotFound: lambda exc: error(404, None, str(exc)),
+    LogUnavailable: _unavailable,
+    StoreUnavailable: _unavailable,
+    SubjectErasing: _unavailable,
+    NotCaughtUp: _unavailable,
+}
+
+
+def answer_for(exc: Exception) -> JSONResponse | None:
+    """The refusal for `exc`, found as Starlette finds a handler (the nearest class in its MRO); None
+    for an exception memlog does not raise on purpose (a bug)."""
+    for kind in type(exc).__mro__:
+        make = ANSWERS.get(kind)
+        if make is not None:
+            return make(exc)
+    return None
+
+
+def _handler(make: Callable[[Any], JSONResponse]) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handle(_: Request, exc: Exception) -> JSONResponse:
+        return make(exc)
+
+    return handle
+
+
 def install(app: FastAPI) -> None:
-    @app.exception_handler(RequestValidationError)
-    async def not_valid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return Refusal({"detail": exc.errors()}, status_code=422)
-
-    @app.exception_handler(InvalidEvent)
-    async def invalid(_: Request, exc: InvalidEvent) -> JSONResponse:
-        return error(422, exc.field, exc.problem)
-
-    @app.exception_handler(Unauthorized)
-    async def not_authorized(_: Request, exc: Unauthorized) -> JSONResponse:
-        return unauthorized(exc)
-
-    @app.exception_handler(Forbidden)
-    async def forbidden(_: Request, exc: Forbidden) -> JSONResponse:
-        return Refusal({"detail": [{"loc": ["header", "authorization"], "msg": str(exc)}]}, status_code=403)
-
-    @app.exception_handler(Conflict)
-    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
-        return error(409, None, str(exc), retry=True)
-
-    @app.exception_handler(KeyReused)
-    async def key_reused(_: Request, exc: KeyReused) -> JSONResponse:
-        return error(409, "idempotency_key", str(exc))
-
-    @app.exception_handler(TargetExists)
-    async def target_exists(_: Request, exc: TargetExists) -> JSONResponse:
-        return error(409, "target", str(exc))
-
-    @app.exception_handler(NothingToDo)
-    async def nothing_to_do(_: Request, exc: NothingToDo) -> JSONResponse:
-        return error(409, None, str(exc))
-
-    @app.exception_handler(NotFound)
-    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
-        return error(404, None, str(exc))
-
-    @app.exception_handler(LogUnavailable)
-    @app.exception_handler(StoreUnavailable)
-    @app.exception_handler(SubjectErasing)
-    @app.exception_handler(NotCaughtUp)
-    async def unavailable(_: Request, exc: Exception) -> JSONResponse:
-        return error(503, None, str(exc), retry=True)
+    for kind, make in ANSWERS.items():
+        app.add_exception_handler(kind, _handler(make))
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
