@@ -10,7 +10,10 @@ reads every session back: each exchange must be there exactly once, in order.
     python -m bench.soak                       # the issue's soak: 500/s for 30 min, a kill every 5 min
     python -m bench.soak --rate 100 --minutes 3 --kill-every 1
 
-Folds are off (MEMLOG_FOLD_AGENT=false) so that a session keeps every exchange to be counted.
+Folds are off (MEMLOG_FOLD_AGENT=false) so that a session keeps every exchange to be counted. The
+worker is restarted under one name (MEMLOG_WORKER_INSTANCE, as `memlog up` restarts its worker), so it
+takes its partitions back as soon as it is up; `--dynamic` restarts it as a new member instead, which
+waits out the killed one's session (MEMLOG_WORKER_SESSION_TIMEOUT_SECONDS).
 """
 
 from __future__ import annotations
@@ -288,12 +291,16 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=30.0, help="how long to produce (default 30)")
     parser.add_argument("--kill-every", type=float, default=5.0, help="minutes between worker kills (default 5)")
     parser.add_argument("--sample-seconds", type=float, default=2.0, help="lag and memory sampling interval")
+    parser.add_argument("--dynamic", action="store_true", help="restart the worker as a new group member")
     args = parser.parse_args()
     stack = Settings()
     local = LocalStack(stack)
     started = local.up()
     try:
-        settings = isolated(stack, fold_agent=False, mongo_database="memlogsoak")
+        settings = isolated(
+            stack, fold_agent=False, mongo_database="memlogsoak", worker_instance=None if args.dynamic else "soak"
+        )
+        print("worker restarted as " + ("a new member" if args.dynamic else "the static member 'soak'"))
         services = {f"local {s.name}": s.pid for s in local.status() if s.pid is not None}
         asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds, services))
     finally:

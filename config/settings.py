@@ -135,7 +135,19 @@ class Settings(BaseSettings):
     worker_session_timeout_seconds: float = Field(
         default=15.0,
         ge=6,  # Kafka's group.min.session.timeout.ms
+        le=90,  # Faust's broker_request_timeout: a longer session is refused when the worker starts
         description="A worker that dies without leaving its group holds its partitions this long (Faust: 60).",
+    )
+    worker_instance: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9._-]+$",  # Kafka's rule for a group instance id
+        description="A name unique among the running workers of one set and kept across their restarts: the "
+        "worker joins its consumer group as that static member (KIP-345), so one started again after a crash "
+        "takes its partitions back at once instead of after the session timeout. A static member that stops "
+        "does not leave its group: its partitions wait for it until the session timeout. Unset: a dynamic "
+        "member. `memlog up` names its worker after the host and its own pid when this is unset.",
     )
     watchdog_seconds: float = Field(
         default=30.0,

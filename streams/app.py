@@ -27,6 +27,8 @@ def create_app(settings: Settings) -> faust.App:
         # heartbeats come from the consumer's own thread, so a slow batch never expires the session;
         # a SIGKILLed worker's partitions move on after this instead of Faust's 60 s
         broker_session_timeout=settings.worker_session_timeout_seconds,
+        # a static member restarted under its name is given its partitions back without a rebalance
+        consumer_group_instance_id=settings.worker_instance,
         producer_acks=-1,
         producer_max_request_size=settings.max_message_bytes,
         stream_wait_empty=False,

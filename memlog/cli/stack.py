@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -61,6 +63,16 @@ def api(settings: Settings) -> int:
     return 0
 
 
+def worker_env(settings: Settings) -> dict[str, str]:
+    """The supervised worker's environment: restarted under one name (unless MEMLOG_WORKER_INSTANCE gives
+    one), the host's and this process's, so a worker started again takes its partitions back at once."""
+    env = os.environ.copy()
+    if settings.worker_instance is None:
+        host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:120] or "host"
+        env["MEMLOG_WORKER_INSTANCE"] = f"{host}-{os.getpid()}"
+    return env
+
+
 def up(settings: Settings) -> int:
     """The main job: local stack, worker and API; Ctrl-C stops everything this started.
 
@@ -69,7 +81,7 @@ def up(settings: Settings) -> int:
     """
     stack = LocalStack(settings)
     started = stack.up()
-    worker = Supervised("worker", [sys.executable, "-m", "memlog", "worker"], os.environ.copy())
+    worker = Supervised("worker", [sys.executable, "-m", "memlog", "worker"], worker_env(settings))
     api: subprocess.Popen[bytes] | None = None
     stopping = False
 

@@ -37,14 +37,22 @@ WATCHDOG_SECONDS = 4.0
 STALL_BOUND = 120.0  # a bound on waiting for the watchdog and the catch-up, not a timing check
 
 
-def stalling_settings(stack: Settings) -> Settings:
-    return unique_settings(
+def stalling_settings(stack: Settings, member: str = "dynamic") -> Settings:
+    settings = unique_settings(
         stack,
         api_port=free_port(),
         worker_metrics_port=free_port(),
         watchdog_seconds=WATCHDOG_SECONDS,
         worker_fault_signals=True,
     )
+    if member == "static":  # a rejoin of a static member may be answered without a rebalance
+        settings = settings.model_copy(update={"worker_instance": f"{settings.namespace}-0"})
+    return settings
+
+
+# A consumer restart must work for a worker in its group as a new member each time (the manifests') and
+# for one under a fixed name (MEMLOG_WORKER_INSTANCE, as `memlog up` runs it).
+MEMBERS = pytest.mark.parametrize("member", ["dynamic", "static"])
 
 
 async def record(http: httpx.AsyncClient, numbers: range) -> dict[str, str]:
@@ -71,8 +79,11 @@ async def read_back_exactly_once(http: httpx.AsyncClient, last: dict[str, str], 
         assert len({e["exchange_id"] for e in exchanges}) == total
 
 
-async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_catches_up(stack: Settings) -> None:
-    settings = stalling_settings(stack)
+@MEMBERS
+async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_catches_up(
+    stack: Settings, member: str
+) -> None:
+    settings = stalling_settings(stack, member)
     await ensure_topics(settings)
     worker = start_worker(settings, LOGS)
     api = start_api(settings, LOGS)
@@ -110,10 +121,11 @@ async def archived(settings: Settings) -> Counter[str]:
         await client.close()
 
 
+@MEMBERS
 async def test_a_projection_left_behind_with_nothing_left_to_fetch_is_caught_up_by_a_consumer_restart(
-    stack: Settings,
+    stack: Settings, member: str
 ) -> None:
-    settings = stalling_settings(stack)
+    settings = stalling_settings(stack, member)
     await ensure_topics(settings)
     worker = start_worker(settings, LOGS)
     api = start_api(settings, LOGS)

@@ -1,0 +1,86 @@
+"""A worker restarted under its name (MEMLOG_WORKER_INSTANCE) takes its partitions back at once.
+
+The killed worker's session is set far longer than the read below may wait: a worker that came back
+as a new member would see nothing until the group gave up on the old one (the session timeout, or the
+rebalance's own timeout, 60 s), so the exchange sent while it was down could not be read in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+
+from .test_worker_sets import LOGS
+
+TENANT = "static"
+SESSION_SECONDS = 90.0  # the longest the settings allow
+READ_SECONDS = 40.0  # from the kill, its restart included: well under the session and the rebalance timeout
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def named(stack: Settings) -> Iterator[tuple[Settings, MemlogProcess]]:
+    settings = unique_settings(
+        stack,
+        api_port=free_port(),
+        worker_session_timeout_seconds=SESSION_SECONDS,
+        read_wait_seconds=1.0,
+    )
+    settings = settings.model_copy(update={"worker_instance": f"{settings.namespace}-worker-0"})
+    asyncio.run(ensure_topics(settings))
+    api = start_api(settings, LOGS)
+    yield settings, api
+    api.stop()
+
+
+async def post(http: httpx.AsyncClient, question: str) -> str:
+    response = await http.post("/v1/exchanges", json={"tenant": TENANT, "subject": "ada", "question": question})
+    assert response.status_code == 202, response.text
+    position: str = response.json()["position"]
+    return position
+
+
+async def questions_within(http: httpx.AsyncClient, after: str, seconds: float) -> list[str] | None:
+    """The context's questions once it holds the position, or None if it did not within `seconds`."""
+    deadline = time.monotonic() + seconds
+    url = f"/v1/tenants/{TENANT}/subjects/ada/context"
+    while time.monotonic() < deadline:
+        response = await http.get(url, params={"after": after})
+        if response.status_code == 200:
+            return [exchange["question"] for exchange in response.json()["exchanges"]]
+        assert response.status_code == 503, response.text  # not yet applied: the read's bounded wait
+        await asyncio.sleep(0.2)
+    return None
+
+
+async def test_a_worker_killed_and_started_again_under_its_name_applies_at_once(
+    named: tuple[Settings, MemlogProcess],
+) -> None:
+    settings, _api = named
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        worker = start_worker(settings, LOGS)
+        try:
+            first = await post(http, "one?")
+            assert await questions_within(http, first, 120) == ["one?"]
+            worker.kill()  # SIGKILL: no leaving the group, its session stays for SESSION_SECONDS
+            killed = time.monotonic()
+            second = await post(http, "two?")
+        finally:
+            worker.stop()
+        worker = start_worker(settings, LOGS)  # returns once it runs, maybe before it has partitions
+        try:
+            left = READ_SECONDS - (time.monotonic() - killed)
+            assert left > 0, f"the worker was ready {READ_SECONDS - left:.1f} s after the kill"
+            assert await questions_within(http, second, left) == ["one?", "two?"]
+        finally:
+            worker.stop()
