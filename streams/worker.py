@@ -35,6 +35,7 @@ from streams.consumer import FaustConsumer
 from streams.faults import FaultHooks
 from streams.folds import FoldScheduler, FoldService
 from streams.metrics import Metrics
+from streams.name_clash import NameClash
 from streams.namespaces import Namespaces, drop_on_timer
 from streams.positions import LogPositions
 from streams.producer import EventProducer
@@ -300,6 +301,8 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
         projectors.append(privacy)
     resume = ResumeFromCheckpoints(app, projectors)
     app.on_rebalance_complete.connect(resume)
+    if settings.worker_instance is not None:
+        NameClash(settings.worker_instance, restart_unnamed).watch()
 
     watchdog = run_watchdog(app, consumer, projectors, metrics, settings, give_up)
 
@@ -324,6 +327,11 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
             metrics.serve(settings.worker_metrics_port, settings.metrics_host, liveness=watchdog.liveness)
 
     return WorkerParts(app, prepare, faults)
+
+
+def restart_unnamed() -> None:
+    """This worker started again in place (same pid, same command) as a dynamic member of its group."""
+    os.execve(sys.executable, sys.orig_argv, {**os.environ, "MEMLOG_WORKER_INSTANCE": ""})
 
 
 def run_worker(settings: Settings) -> None:

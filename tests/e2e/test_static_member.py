@@ -1,4 +1,5 @@
-"""A worker restarted under its name (MEMLOG_WORKER_INSTANCE) takes its partitions back at once.
+"""A worker restarted under its name (MEMLOG_WORKER_INSTANCE) takes its partitions back at once; two
+running workers given one name do not take turns with its partitions for long.
 
 The killed worker's session is set far longer than the read below may wait: a worker that came back
 as a new member would see nothing until the group gave up on the old one (the session timeout, or the
@@ -16,6 +17,7 @@ import pytest
 
 from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from streams.name_clash import LIMIT
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 
@@ -84,3 +86,39 @@ async def test_a_worker_killed_and_started_again_under_its_name_applies_at_once(
             assert await questions_within(http, second, left) == ["one?", "two?"]
         finally:
             worker.stop()
+
+
+CLASHED = "another running worker has MEMLOG_WORKER_INSTANCE="
+UNKNOWN = "local member_id was not recognized"
+
+
+async def test_two_workers_given_one_name_stop_taking_turns_and_both_apply(
+    named: tuple[Settings, MemlogProcess],
+) -> None:
+    settings, _api = named
+    first = start_worker(settings, LOGS)
+    second = MemlogProcess("worker", settings, LOGS)  # the same name: each fences the other in turn
+    try:
+        deadline = time.monotonic() + 3 * 60
+        while CLASHED not in first.output() + second.output():
+            assert time.monotonic() < deadline, "the two workers never saw they share a name"
+            assert first.process.poll() is None and second.process.poll() is None
+            await asyncio.sleep(1)
+        renamed, kept = (first, second) if CLASHED in first.output() else (second, first)
+        # what it saw: the other took its member id, LIMIT times (the last restarted it before it was printed)
+        assert renamed.output().count(UNKNOWN) >= LIMIT - 1
+        # started again in place, as a dynamic member
+        renamed.wait_for("[^Worker]: Ready", after=renamed.output().index(CLASHED))
+        settled = time.monotonic()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+            position = await post(http, "after the clash?")
+            assert await questions_within(http, position, 120) == ["after the clash?"]
+        await asyncio.sleep(max(0.0, 10 - (time.monotonic() - settled)))
+        churn = first.output().count(UNKNOWN) + second.output().count(UNKNOWN)
+        await asyncio.sleep(15)  # five heartbeats: two workers under one name would fence each other five times
+        assert first.output().count(UNKNOWN) + second.output().count(UNKNOWN) == churn
+        assert CLASHED not in kept.output(), "only one of the two gives the name up"
+        assert first.process.poll() is None and second.process.poll() is None
+    finally:
+        second.stop()
+        first.stop()
