@@ -13,7 +13,8 @@ reads every session back: each exchange must be there exactly once, in order.
 Folds are off (MEMLOG_FOLD_AGENT=false) so that a session keeps every exchange to be counted. The
 worker is restarted under one name (MEMLOG_WORKER_INSTANCE, as `memlog up` restarts its worker), so it
 takes its partitions back as soon as it is up; `--dynamic` restarts it as a new member instead, which
-waits out the killed one's session (MEMLOG_WORKER_SESSION_TIMEOUT_SECONDS).
+waits out the killed one's session (MEMLOG_WORKER_SESSION_TIMEOUT_SECONDS). `--split` runs two workers,
+one per worker set (MEMLOG_WORKER_PROJECTIONS: sessions and facts; the rest), and kills both at once.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from streams.topics import ensure_topics
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 TENANT = "soak"
 TICK_SECONDS = 0.1
+SPLIT = ("sessions,facts", "archives,traces,privacy")
 
 
 @dataclass
@@ -173,15 +175,41 @@ async def lag_now(consumer: AIOKafkaConsumer, services: Services, settings: Sett
     return lags
 
 
+def worker_settings(settings: Settings, split: bool) -> list[Settings]:
+    """One worker running every projection, or one per worker set, each under a name of its own."""
+    if not split:
+        return [settings]
+    return [
+        settings.model_copy(
+            update={
+                "worker_projections": names,
+                "worker_instance": None if settings.worker_instance is None else f"{settings.worker_instance}-{n}",
+            }
+        )
+        for n, names in enumerate(SPLIT)
+    ]
+
+
+async def start_workers(setups: list[Settings]) -> list[MemlogProcess]:
+    return list(await asyncio.gather(*(asyncio.to_thread(start_worker, setup, LOGS) for setup in setups)))
+
+
 async def soak(
-    settings: Settings, rate: int, minutes: float, kill_every: float, sample_seconds: float, local: dict[str, int]
+    settings: Settings,
+    rate: int,
+    minutes: float,
+    kill_every: float,
+    sample_seconds: float,
+    local: dict[str, int],
+    split: bool = False,
 ) -> None:
     await ensure_topics(settings)
     subjects = max(1, rate * 2)
     samples = Samples()
-    worker: MemlogProcess = await asyncio.to_thread(start_worker, settings, LOGS)
+    setups = worker_settings(settings, split)
+    workers = await start_workers(setups)
     budget = CpuBudget(local)
-    worker_began = cpu_seconds(worker.process.pid)
+    workers_began = [cpu_seconds(worker.process.pid) for worker in workers]
     consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False)
     await consumer.start()
     began = time.monotonic()
@@ -197,14 +225,15 @@ async def soak(
                         print(f"  sample skipped: {exc}")
                     else:
                         samples.at.append(time.monotonic() - began)
-                        samples.rss_mb.append(rss_mb(worker.process.pid) if worker.process.poll() is None else 0.0)
+                        alive = [w.process.pid for w in workers if w.process.poll() is None]
+                        samples.rss_mb.append(sum(map(rss_mb, alive)) if len(alive) == len(workers) else 0.0)
                         for name, value in lags.items():
                             samples.lag.setdefault(name, []).append(value)
                     await asyncio.sleep(sample_seconds)
 
             async def killer() -> None:
                 """Kills on the clock (every kill_every minutes from the start), however long a restart took."""
-                nonlocal worker, worker_began
+                nonlocal workers, workers_began
                 for number in itertools.count(1):
                     try:
                         due = max(0.0, began + number * kill_every * 60 - time.monotonic())
@@ -212,13 +241,14 @@ async def soak(
                         return
                     except TimeoutError:
                         pass
-                    before = rss_mb(worker.process.pid)
-                    budget.worker_ends(worker.process.pid, worker_began)
-                    worker.kill()
+                    before = sum(rss_mb(worker.process.pid) for worker in workers)
+                    for worker, worker_began in zip(workers, workers_began, strict=True):
+                        budget.worker_ends(worker.process.pid, worker_began)
+                        worker.kill()
                     samples.kills.append(time.monotonic() - began)
                     print(f"  {time.monotonic() - began:7.1f}s  worker SIGKILLed at {before:.0f} MB RSS; restarting")
-                    worker = await asyncio.to_thread(start_worker, settings, LOGS)
-                    worker_began = cpu_seconds(worker.process.pid)
+                    workers = await start_workers(setups)
+                    workers_began = [cpu_seconds(worker.process.pid) for worker in workers]
 
             produced = asyncio.Event()
             sampling = asyncio.create_task(sampler())
@@ -238,7 +268,8 @@ async def soak(
                     break
                 await asyncio.sleep(1)
             print(f"caught up {time.monotonic() - producing - produced_in:.1f}s after the last exchange")
-            budget.worker_ends(worker.process.pid, worker_began)
+            for worker, worker_began in zip(workers, workers_began, strict=True):
+                budget.worker_ends(worker.process.pid, worker_began)
             budget.close()
             stop.set()
             await sampling
@@ -260,7 +291,8 @@ async def soak(
     finally:
         stop.set()
         await consumer.stop()
-        worker.stop()
+        for worker in workers:
+            worker.stop()
     report(samples, rate)
     budget.report(samples.produced)
 
@@ -292,6 +324,7 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=5.0, help="minutes between worker kills (default 5)")
     parser.add_argument("--sample-seconds", type=float, default=2.0, help="lag and memory sampling interval")
     parser.add_argument("--dynamic", action="store_true", help="restart the worker as a new group member")
+    parser.add_argument("--split", action="store_true", help="two workers: sessions and facts; the rest")
     args = parser.parse_args()
     stack = Settings()
     local = LocalStack(stack)
@@ -301,8 +334,10 @@ def main() -> None:
             stack, fold_agent=False, mongo_database="memlogsoak", worker_instance=None if args.dynamic else "soak"
         )
         print("worker restarted as " + ("a new member" if args.dynamic else "the static member 'soak'"))
+        if args.split:
+            print("two workers: " + "; ".join(SPLIT) + " (RSS is their sum)")
         services = {f"local {s.name}": s.pid for s in local.status() if s.pid is not None}
-        asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds, services))
+        asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds, services, args.split))
     finally:
         local.down(started)
 
