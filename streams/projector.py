@@ -129,6 +129,12 @@ class Projector(Generic[E]):
         """The newest offset of `partition` this projection has applied, -1 when none."""
         return await self._checkpoints.applied(self.topic, partition)
 
+    def waiting(self, unavailable: bool) -> None:
+        """Say whether the projection waits for its store (the flag the watchdog reads, and the gauge)."""
+        self.unavailable = unavailable
+        if self._metrics is not None:
+            self._metrics.unavailable.labels(self.name).set(1 if unavailable else 0)
+
     async def handle(self, records: Sequence[Record]) -> None:
         """Apply a batch in log order; poison records are dead-lettered where they stand.
 
@@ -284,16 +290,13 @@ class Projector(Generic[E]):
         while True:
             try:
                 await step()
-                self.unavailable = False
                 if delay > RETRY_FIRST_SECONDS:
                     log.info("%s: available again after %.0fs", self.name, time.monotonic() - started)
-                    if self._metrics is not None:
-                        self._metrics.unavailable.labels(self.name).set(0)
+                if self.unavailable:  # set here, or while a rebalance waited for its checkpoints
+                    self.waiting(False)
                 return
             except (StoreUnavailable, LogUnavailable) as exc:
-                self.unavailable = True
-                if self._metrics is not None:
-                    self._metrics.unavailable.labels(self.name).set(1)
+                self.waiting(True)
                 log.warning(
                     "%s: unavailable for %.0fs, retrying in %.1fs: %s",
                     self.name,

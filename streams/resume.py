@@ -36,16 +36,34 @@ class ResumeFromCheckpoints:
     def __init__(self, app: Any, projectors: Sequence[Projector[Any]]) -> None:
         self._app = app
         self._by_topic: dict[str, list[Projector[Any]]] = {}
+        self._marked: set[str] = set()  # projections this marked waiting for their store
         for projector in projectors:
             self._by_topic.setdefault(projector.source_topic, []).append(projector)
 
     async def resume_points(self, assigned: Sequence[Any]) -> dict[Any, int]:
-        """For each assigned partition some projection reads: one past its lowest checkpoint."""
+        """For each assigned partition some projection reads: one past its lowest checkpoint.
+
+        A projection whose checkpoints cannot be read is marked waiting for its store until they can
+        (no agent runs meanwhile, so no write of its own would say so).
+        """
         points: dict[Any, int] = {}
         for tp in assigned:
             readers = self._by_topic.get(tp.topic, [])
             if readers:
-                points[tp] = min([await reader.applied(tp.partition) for reader in readers]) + 1
+                offsets = []
+                for reader in readers:
+                    try:
+                        offsets.append(await reader.applied(tp.partition))
+                    except StoreUnavailable:
+                        reader.waiting(True)
+                        self._marked.add(reader.name)
+                        raise
+                points[tp] = min(offsets) + 1
+        for readers in self._by_topic.values():
+            for reader in readers:
+                if reader.name in self._marked:
+                    reader.waiting(False)
+        self._marked.clear()
         return points
 
     async def __call__(self, *_: Any, **__: Any) -> None:

@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_store import MongoCheckpoints, mongo_client
 from config.settings import Settings
 from memlog.localstack import LocalStack
-from memlog.processes import free_port, start_api, start_worker
+from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from memlog.services import open_services
 from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer
@@ -291,3 +291,47 @@ async def test_a_kafka_restart_mid_stream_loses_and_doubles_nothing(stack: Setti
     )
     assert tally.during_outage > 0  # writes were refused while the broker was down, and retried
     assert tally.write_while_down == [503]  # never a 500
+
+
+def unavailable_gauge(metrics: str, projection: str) -> str | None:
+    found = re.search(rf'memlog_projection_unavailable\{{projection="{projection}"\}} (\S+)', metrics)
+    return found.group(1) if found else None
+
+
+async def test_a_rebalance_while_redis_is_down_says_the_sessions_wait_for_it(
+    stack: Settings, local_stack: LocalStack
+) -> None:
+    """A rebalance needs every projection's checkpoint before any agent runs again; while Redis is down the
+    sessions' cannot be read, and no write of theirs is tried that would mark them waiting: the read must."""
+    settings = unique_settings(stack, worker_metrics_port=free_port())
+    await ensure_topics(settings)
+    service = local_stack.service("redis")
+    first = start_worker(settings, LOGS)
+    second = None
+    metrics_url = f"http://127.0.0.1:{settings.worker_metrics_port}/metrics"
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            assert unavailable_gauge((await http.get(metrics_url)).text, "sessions") == "0.0"
+            assert await asyncio.to_thread(service.stop), "redis was not stopped"
+            # a second worker joins the group: a rebalance, with nothing to apply and so nothing to write
+            second = start_worker_later(settings)
+            deadline = time.monotonic() + GAUGE_BOUND
+            while unavailable_gauge((await http.get(metrics_url)).text, "sessions") != "1.0":
+                assert time.monotonic() < deadline, "the sessions never said they wait for Redis"
+                await asyncio.sleep(0.5)
+            assert await asyncio.to_thread(service.start), "redis was not started again"
+            deadline = time.monotonic() + GAUGE_BOUND
+            while unavailable_gauge((await http.get(metrics_url)).text, "sessions") != "0.0":
+                assert time.monotonic() < deadline, "the sessions still said they wait once Redis was back"
+                await asyncio.sleep(0.5)
+    finally:
+        if service.managed_pid() is None:
+            service.start()  # later tests need the whole stack
+        if second is not None:
+            second.stop()
+        first.stop()
+
+
+def start_worker_later(settings: Settings) -> MemlogProcess:
+    """A worker that is not waited for: it cannot be ready while Redis is down."""
+    return MemlogProcess("worker", settings, LOGS)
