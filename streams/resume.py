@@ -36,7 +36,7 @@ class ResumeFromCheckpoints:
     def __init__(self, app: Any, projectors: Sequence[Projector[Any]]) -> None:
         self._app = app
         self._by_topic: dict[str, list[Projector[Any]]] = {}
-        self._marked: set[str] = set()  # projections this marked waiting for their store
+        self._marked: list[Projector[Any]] = []  # projections this marked waiting for their store
         for projector in projectors:
             self._by_topic.setdefault(projector.source_topic, []).append(projector)
 
@@ -50,21 +50,20 @@ class ResumeFromCheckpoints:
         for tp in assigned:
             readers = self._by_topic.get(tp.topic, [])
             if readers:
-                offsets = []
-                for reader in readers:
-                    try:
-                        offsets.append(await reader.applied(tp.partition))
-                    except StoreUnavailable:
-                        reader.waiting(True)
-                        self._marked.add(reader.name)
-                        raise
-                points[tp] = min(offsets) + 1
-        for readers in self._by_topic.values():
-            for reader in readers:
-                if reader.name in self._marked:
-                    reader.waiting(False)
+                points[tp] = min([await self._checkpoint(reader, tp.partition) for reader in readers]) + 1
+        for reader in self._marked:
+            reader.waiting(False)
         self._marked.clear()
         return points
+
+    async def _checkpoint(self, reader: Projector[Any], partition: int) -> int:
+        try:
+            return await reader.applied(partition)
+        except StoreUnavailable:
+            reader.waiting(True)
+            if reader not in self._marked:  # the read is tried again every RETRY_SECONDS
+                self._marked.append(reader)
+            raise
 
     async def __call__(self, *_: Any, **__: Any) -> None:
         consumer = self._app.consumer
