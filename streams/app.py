@@ -21,6 +21,10 @@ def create_app(settings: Settings) -> faust.App:
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication,
         topic_allow_declare=False,  # streams/topics.py creates topics with their size limits
+        # no agent or timer runs on the leader only: without this Faust subscribes to a leader topic
+        # nobody creates, logs it missing, and rebalances the group once a broker that auto-creates
+        # topics has made it (30 s after a new group's start, at the next metadata refresh)
+        topic_disable_leader=True,
         consumer_auto_offset_reset="earliest",
         broker_commit_every=100,
         broker_commit_interval=1.0,
