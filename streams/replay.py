@@ -389,6 +389,30 @@ class _Part:
     shredded: list[Shredded]
 
 
+def share_partitions(
+    partitions: list[TopicPartition], records: dict[TopicPartition, int], workers: int
+) -> list[list[TopicPartition]]:
+    """The partitions in at most `workers` groups of about as many records each, one per process.
+
+    A partition number goes whole to one group, with every topic's partition of that number: one
+    subject's events, on whichever topic, are all under one number (they share a key), so no two
+    processes touch one subject. Largest numbers first, each to the group with the fewest records so
+    far (then the fewest partitions): a few busy tenants' partitions no longer leave one process with
+    most of the replay while the other waits. The same partitions and counts give the same groups.
+    """
+    by_number: dict[int, list[TopicPartition]] = {}
+    for tp in partitions:
+        by_number.setdefault(tp.partition, []).append(tp)
+    sizes = {number: sum(records.get(tp, 0) for tp in tps) for number, tps in by_number.items()}
+    groups: list[list[TopicPartition]] = [[] for _ in range(min(workers, len(by_number)))]
+    loads = [0] * len(groups)
+    for number in sorted(by_number, key=lambda n: (-sizes[n], n)):
+        least = min(range(len(groups)), key=lambda i: (loads[i], len(groups[i]), i))
+        groups[least].extend(by_number[number])
+        loads[least] += sizes[number]
+    return groups
+
+
 async def _drain_in_processes(
     scoped: Settings,
     projections: tuple[str, ...],
@@ -399,10 +423,10 @@ async def _drain_in_processes(
     progress: Progress,
     batch: int,
 ) -> _Part:
-    """Partitions shared out among `workers` processes, by partition number; `positions` moves to `ends`."""
+    """Partitions shared out among `workers` processes (`share_partitions`); `positions` moves to `ends`."""
     context = multiprocessing.get_context("spawn")  # no forked event loops or sockets
     messages: Any = context.Queue()
-    groups = [group for i in range(workers) if (group := [tp for tp in partitions if tp.partition % workers == i])]
+    groups = share_partitions(partitions, {tp: max(ends[tp] - positions[tp], 0) for tp in partitions}, workers)
     processes = []
     for index, group in enumerate(groups):
         share = [(tp.topic, tp.partition, positions[tp], ends[tp]) for tp in group]
