@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_store import MongoCheckpoints, mongo_client
 from config.settings import Settings
 from memlog.localstack import LocalStack
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.processes import free_port, start_api, start_worker
 from memlog.services import open_services
 from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer
@@ -302,19 +302,24 @@ async def test_a_rebalance_while_redis_is_down_says_the_sessions_wait_for_it(
     stack: Settings, local_stack: LocalStack
 ) -> None:
     """A rebalance needs every projection's checkpoint before any agent runs again; while Redis is down the
-    sessions' cannot be read, and no write of theirs is tried that would mark them waiting: the read must."""
+    sessions' cannot be read, and no write of theirs is tried that would mark them waiting: the read must.
+
+    The rebalance: a second worker of the group, started while Redis was up (a worker does not start
+    without it), is killed once Redis is down, and its partitions move to the first after its session."""
     settings = unique_settings(stack, worker_metrics_port=free_port())
     await ensure_topics(settings)
     service = local_stack.service("redis")
     first = start_worker(settings, LOGS)
-    second = None
+    # its own metrics port: the gauge read below is the first worker's
+    second = start_worker(settings.model_copy(update={"worker_metrics_port": free_port()}), LOGS)
     metrics_url = f"http://127.0.0.1:{settings.worker_metrics_port}/metrics"
     try:
         async with httpx.AsyncClient(timeout=10) as http:
             assert unavailable_gauge((await http.get(metrics_url)).text, "sessions") == "0.0"
             assert await asyncio.to_thread(service.stop), "redis was not stopped"
-            # a second worker joins the group: a rebalance, with nothing to apply and so nothing to write
-            second = start_worker_later(settings)
+            # SIGKILL, no leaving: after its session the group rebalances, with nothing to apply and so
+            # nothing to write that would notice the outage
+            second.kill()
             deadline = time.monotonic() + GAUGE_BOUND
             while unavailable_gauge((await http.get(metrics_url)).text, "sessions") != "1.0":
                 assert time.monotonic() < deadline, "the sessions never said they wait for Redis"
@@ -327,11 +332,5 @@ async def test_a_rebalance_while_redis_is_down_says_the_sessions_wait_for_it(
     finally:
         if service.managed_pid() is None:
             service.start()  # later tests need the whole stack
-        if second is not None:
-            second.stop()
+        second.stop()
         first.stop()
-
-
-def start_worker_later(settings: Settings) -> MemlogProcess:
-    """A worker that is not waited for: it cannot be ready while Redis is down."""
-    return MemlogProcess("worker", settings, LOGS)
