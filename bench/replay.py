@@ -16,6 +16,8 @@ No assertions: the numbers are for reading. `python -m bench.replay [EVENTS [RUN
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import sys
 import time
 import uuid
@@ -23,7 +25,9 @@ import uuid
 from aiokafka import AIOKafkaProducer
 
 from bench.projection import consume_rate, line, on_local_stack
+from bench.soak import cpu_seconds
 from config.settings import Settings
+from memlog.localstack import LocalStack
 from memlog.services import open_services
 from projections.tokens import TokenCounter, load_encoding
 from schemas.events import (
@@ -114,6 +118,36 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
     return counts
 
 
+class ReplayCpu:
+    """CPU each part used during one replay: this process, the replay processes it spawned (counted once
+    they have ended) and the local services. Against the wall clock it says how many of the machine's
+    cores the replay kept busy, and what Kafka and Redis took of them: the share `--workers` cannot have."""
+
+    def __init__(self, services: dict[str, int]) -> None:
+        self._pids = {"replay (this process)": os.getpid(), **services}
+        self._start = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+        self._children = self._spawned()
+
+    @staticmethod
+    def _spawned() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    def report(self, events: int, seconds: float) -> None:
+        used = {name: cpu_seconds(pid) - self._start[name] for name, pid in self._pids.items()}
+        used["replay processes (--workers)"] = self._spawned() - self._children
+        total = sum(used.values())
+        print(f"  CPU during it, per 1,000 events (of {os.cpu_count()} cores, {total / seconds:.2f} busy):")
+        for name, value in sorted(used.items(), key=lambda row: -row[1]):
+            if value > 0:
+                print(f"    {name:34} {value * 1000 / max(events, 1) * 1000:8.1f} ms  ({value / seconds:.2f} cores)")
+
+
+def local_services() -> dict[str, int]:
+    """The local services' pids, when this machine runs them (none for external ones)."""
+    return {f"local {s.name}": s.pid for s in LocalStack(Settings()).status() if s.pid is not None}
+
+
 async def run(settings: Settings) -> None:
     total = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     settings = settings.model_copy(update={"privacy_database": f"benchprivacy_{settings.namespace}"})
@@ -134,6 +168,7 @@ async def run(settings: Settings) -> None:
     for run_spec in runs:
         spec, _, workers = run_spec.partition("/")
         which = PROJECTIONS if spec == "all" else tuple(spec.split("+"))
+        cpu = ReplayCpu(local_services())
         report = await replay(
             settings,
             which,
@@ -150,6 +185,7 @@ async def run(settings: Settings) -> None:
         print(f"  ratio, replay {run_spec} / raw consume: {report.rate / raw:.4f}", flush=True)
         # the issue's measure: against the least any replay must do per event (consume, decode, open)
         print(f"  ratio, replay {run_spec} / decode + open floor: {report.rate / decode_open:.4f}", flush=True)
+        cpu.report(report.events, report.seconds)
 
 
 if __name__ == "__main__":
