@@ -145,7 +145,7 @@ class ReplayCpu:
 
 def local_services() -> dict[str, int]:
     """The local services' pids, when this machine runs them (none for external ones)."""
-    return {f"local {s.name}": s.pid for s in LocalStack(Settings()).status() if s.pid is not None}
+    return {f"local {s.name}": pid for s in LocalStack(Settings()).services if (pid := s.managed_pid()) is not None}
 
 
 async def run(settings: Settings) -> None:
