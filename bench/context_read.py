@@ -10,6 +10,7 @@ would pick for speed); one row repeats the read with httpx, whose client alone c
 server's answer. Ratios are to the floor of the same run. Every round runs each of them once,
 interleaved after a warm-up, so the machine's noise falls on all alike, in two groups each with its own
 floor: the store's reads, then the rest (HTTP's server and client slow a GET interleaved with them).
+This process collects its garbage between rounds, never during a timed call (bench.projection).
 No assertions: shared machines are noisy.
 """
 
