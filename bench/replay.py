@@ -25,7 +25,7 @@ import uuid
 from aiokafka import AIOKafkaProducer
 
 from bench.projection import consume_rate, line, on_local_stack
-from bench.soak import cpu_seconds
+from bench.soak import CpuMeter, local_pids
 from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.services import open_services
@@ -124,8 +124,7 @@ class ReplayCpu:
     cores the replay kept busy, and what Kafka and Redis took of them: the share `--workers` cannot have."""
 
     def __init__(self, services: dict[str, int]) -> None:
-        self._pids = {"replay (this process)": os.getpid(), **services}
-        self._start = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+        self._meter = CpuMeter({"replay (this process)": os.getpid(), **services})
         self._children = self._spawned()
 
     @staticmethod
@@ -134,18 +133,13 @@ class ReplayCpu:
         return usage.ru_utime + usage.ru_stime
 
     def report(self, events: int, seconds: float) -> None:
-        used = {name: cpu_seconds(pid) - self._start[name] for name, pid in self._pids.items()}
+        used = self._meter.used()
         used["replay processes (--workers)"] = self._spawned() - self._children
         total = sum(used.values())
         print(f"  CPU during it, per 1,000 events (of {os.cpu_count()} cores, {total / seconds:.2f} busy):")
         for name, value in sorted(used.items(), key=lambda row: -row[1]):
             if value > 0:
                 print(f"    {name:34} {value * 1000 / max(events, 1) * 1000:8.1f} ms  ({value / seconds:.2f} cores)")
-
-
-def local_services() -> dict[str, int]:
-    """The local services' pids, when this machine runs them (none for external ones)."""
-    return {f"local {s.name}": pid for s in LocalStack(Settings()).services if (pid := s.managed_pid()) is not None}
 
 
 async def run(settings: Settings) -> None:
@@ -168,7 +162,7 @@ async def run(settings: Settings) -> None:
     for run_spec in runs:
         spec, _, workers = run_spec.partition("/")
         which = PROJECTIONS if spec == "all" else tuple(spec.split("+"))
-        cpu = ReplayCpu(local_services())
+        cpu = ReplayCpu(local_pids(LocalStack(Settings())))
         report = await replay(
             settings,
             which,

@@ -87,14 +87,34 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def local_pids(local: LocalStack) -> dict[str, int]:
+    """The local services' pids by name, when this machine runs them (none for external ones); read from
+    their pid files, so it may be called inside a running event loop."""
+    return {
+        f"local {service.name}": pid
+        for service in local.services
+        if not service.external and (pid := service.managed_pid()) is not None
+    }
+
+
+class CpuMeter:
+    """The CPU each of some named processes has used since the meter was made."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self._pids = dict(pids)
+        self._start = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+
+    def used(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) - self._start[name] for name, pid in self._pids.items()}
+
+
 class CpuBudget:
     """CPU each part of the run used: the local services (when this machine runs them), the worker
     (each one killed counted until its kill) and this process, which produces. Divided by the
     exchanges, it says what one exchange costs the machine, so what rate its cores could carry at most."""
 
     def __init__(self, services: dict[str, int]) -> None:
-        self._pids = {"this process (producer, sampler)": os.getpid(), **services}
-        self._start = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+        self._meter = CpuMeter({"this process (producer, sampler)": os.getpid(), **services})
         self.used: dict[str, float] = {}
         self.worker = 0.0
 
@@ -102,7 +122,7 @@ class CpuBudget:
         self.worker += cpu_seconds(pid) - started
 
     def close(self) -> None:
-        self.used = {name: cpu_seconds(pid) - self._start[name] for name, pid in self._pids.items()}
+        self.used = self._meter.used()
 
     def report(self, exchanges: int) -> None:
         if not exchanges or not self.used:
@@ -336,7 +356,7 @@ def main() -> None:
         print("worker restarted as " + ("a new member" if args.dynamic else "the static member 'soak'"))
         if args.split:
             print("two workers: " + "; ".join(SPLIT) + " (RSS is their sum)")
-        services = {f"local {s.name}": s.pid for s in local.status() if s.pid is not None}
+        services = local_pids(local)
         asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds, services, args.split))
     finally:
         local.down(started)

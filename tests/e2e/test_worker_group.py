@@ -47,8 +47,9 @@ async def test_a_worker_asks_the_broker_for_no_topic_memlog_does_not_create(
 ) -> None:
     settings, process = worker
     # the local broker creates a topic the first time a client asks for its metadata, as many do
-    mine = {name for name in await topics_of(settings) if name.startswith(settings.group_id)}
+    topics = await topics_of(settings)
+    mine = {name for name in topics if name.startswith(settings.group_id)}
     assert mine == set(), f"the worker's group made topics of its own: {sorted(mine)}"
     assert "not found in cluster metadata" not in process.output()
-    memlog_topics = {name for name in await topics_of(settings) if name.startswith(settings.topic_prefix)}
+    memlog_topics = {name for name in topics if name.startswith(settings.topic_prefix)}
     assert memlog_topics == {*settings.subject_topics, settings.deadletter_topic}
