@@ -61,6 +61,11 @@ class ThreadMemory:
             elif held.version != version:
                 self.forget((key,))
 
+    def version(self, key: ThreadKey) -> str | None:
+        """The version of a kept thread its writes left in the store (None: not kept, or nothing written yet)."""
+        held = self._threads.get(key)
+        return None if held is None else held.version
+
     def recall(self, wanted: Iterable[tuple[ThreadKey, str]]) -> tuple[Loaded, list[tuple[ThreadKey, str]]]:
         """What the memory knows of `wanted` (an exchange it does not hold is not in the store), and the
         rest, to load."""
