@@ -68,6 +68,7 @@ bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.recall
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.traces
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.replay
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.replay_stages
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.archives
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.archive_writes
 	$(BIN)/python -m bench.redaction
