@@ -47,6 +47,17 @@ SUBJECTS = 2000
 TOPICS = ("threads", "facts", "traces")
 
 
+def exchange_payload(subject: str, number: int) -> dict[str, object]:
+    """The bench's exchange number `number`: a question, one tool call with its result, an answer."""
+    return {
+        "tenant": "bench",
+        "subject": subject,
+        "question": f"what is in chest {number}?",
+        "tool_calls": [{"name": "open_chest", "arguments": {"id": number}, "result": {"n": number % 64}}],
+        "answer": f"{number % 64} diamonds",
+    }
+
+
 async def produce(settings: Settings, total: int) -> dict[str, int]:
     """Mixed events: per 10 events about 8 exchange events, 1 fact, 1 traced run."""
     counts = {"threads": 0, "facts": 0, "traces": 0}
@@ -90,15 +101,8 @@ async def produce(settings: Settings, total: int) -> dict[str, int]:
                 event = RunTraced(env, f"run-{number}", "ok", now - 1000, now, (step,))
                 topic = "traces"
             else:
-                payload = {
-                    "tenant": "bench",
-                    "subject": subject,
-                    "question": f"what is in chest {number}?",
-                    "tool_calls": [{"name": "open_chest", "arguments": {"id": number}, "result": {"n": number % 64}}],
-                    "answer": f"{number % 64} diamonds",
-                }
                 # as the API builds them: each event carries its text's token count
-                exchange = ReportedExchange.from_payload(payload)
+                exchange = ReportedExchange.from_payload(exchange_payload(subject, number))
                 for item in exchange_events(exchange, producer="bench", count_tokens=count_tokens):
                     pending.append(await producer.send(settings.threads_topic, encode(item), key=key))
                 produced += 3

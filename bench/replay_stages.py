@@ -27,6 +27,7 @@ from typing import Any
 
 from adapters.redis_store import RedisSessionStore
 from adapters.wiring import make_codec
+from bench.replay import exchange_payload
 from config.settings import Settings
 from projections.position import Position
 from projections.sealing import new_data_key, open_sealed, seal, sealed_key_id
@@ -51,14 +52,7 @@ def encoded_events(codec: Codec, count_tokens: TokenCounter, total: int) -> tupl
     while len(out) < total:
         subject = f"player-{number % SUBJECTS:04d}"
         key_id = f"key-{number % SUBJECTS}"
-        payload = {
-            "tenant": "bench",
-            "subject": subject,
-            "question": f"what is in chest {number}?",
-            "tool_calls": [{"name": "open_chest", "arguments": {"id": number}, "result": {"n": number % 64}}],
-            "answer": f"{number % 64} diamonds",
-        }
-        exchange = ReportedExchange.from_payload(payload)
+        exchange = ReportedExchange.from_payload(exchange_payload(subject, number))
         for event in exchange_events(exchange, producer="bench", count_tokens=count_tokens):
             record = seal(event.TYPE, to_record(event), key_id, keys[key_id])
             out.append(codec.encode(event.TYPE, record))
