@@ -53,6 +53,17 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
+def redis_serves(port: int, host: str = "127.0.0.1") -> bool:
+    """Redis answers PING with PONG. Its port opens before it has loaded its data: until then it answers
+    every command with a LOADING error, and a worker or API started then would fail at once."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -348,6 +359,9 @@ class Redis(Service):
 
     def command(self) -> list[str]:
         return redis_server(self.port, self.home / "redis")
+
+    def ready(self) -> bool:
+        return redis_serves(self.port)
 
 
 def redis_server(port: int, data: Path, *extra: str) -> list[str]:
