@@ -31,13 +31,14 @@ from bench.replay import exchange_payload
 from config.settings import Settings
 from projections.position import Position
 from projections.sealing import new_data_key, open_sealed, seal, sealed_key_id
-from projections.session import Loaded, ThreadPolicy, event_exchange_ids, plan_batch, thread_key
+from projections.session import Loaded, ThreadPolicy, plan_batch
 from projections.thread_memory import ThreadMemory, coalesce
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from schemas.events import Event, from_record, to_record
 from schemas.exchanges import ReportedExchange, exchange_events
 from streams.rebuild import COLLECTOR
+from streams.steps.sessions import state_wanted
 
 SUBJECTS = 2000
 BATCH = 3300  # about one partition's share of a replay batch (20,000 events over 6 partitions)
@@ -84,9 +85,7 @@ def replay_in_memory(
         ]
         built_at = clock()
         run = [(event, Position("threads", 0, start + index)) for index, event in enumerate(events)]
-        wanted = list(
-            dict.fromkeys((thread_key(e), i) for e, _ in run for i in (event_exchange_ids(e) or ("",)))  # type: ignore[arg-type]
-        )
+        wanted = state_wanted(run)  # type: ignore[arg-type]
         threads = list(dict.fromkeys(key for key, _ in wanted))
         # the versions the store would answer: the memory's own for the threads it keeps, none for new ones
         memory.check({key: memory.version(key) for key in threads})

@@ -341,7 +341,14 @@ class Tansu(Kafka):
         ]
 
 
-class Redis(Service):
+class RedisServer(Service):
+    """A service that runs Debian's redis-server: ready once it answers PING, not once its port opens."""
+
+    def ready(self) -> bool:
+        return redis_serves(self.port)
+
+
+class Redis(RedisServer):
     name = "redis"
 
     @property
@@ -359,9 +366,6 @@ class Redis(Service):
 
     def command(self) -> list[str]:
         return redis_server(self.port, self.home / "redis")
-
-    def ready(self) -> bool:
-        return redis_serves(self.port)
 
 
 def redis_server(port: int, data: Path, *extra: str) -> list[str]:

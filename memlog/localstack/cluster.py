@@ -13,13 +13,13 @@ import subprocess
 import time
 
 from config.settings import Settings
-from memlog.localstack import START_TIMEOUT_SECONDS, Service, Status, install_redis, redis_server
+from memlog.localstack import START_TIMEOUT_SECONDS, RedisServer, Status, install_redis, redis_server
 from schemas.errors import ServiceSetupError
 
 NODES = 3
 
 
-class RedisClusterNode(Service):
+class RedisClusterNode(RedisServer):
     def __init__(self, settings: Settings, index: int) -> None:
         self.index = index
         self.name = f"redis-cluster-{index}"

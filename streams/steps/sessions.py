@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from projections.ports import SessionStore
 from projections.position import Position
@@ -18,6 +18,17 @@ from projections.session import (
 )
 from projections.thread_memory import ThreadMemory, coalesce
 from schemas.events import ThreadEvent, now_ms
+
+
+def state_wanted(events: Iterable[tuple[ThreadEvent, Position]]) -> list[tuple[ThreadKey, str]]:
+    """What a batch's rules need loaded, once each in order: (thread, exchange id), "" for the head alone."""
+    return list(
+        dict.fromkeys(
+            (thread_key(event), exchange_id)
+            for event, _ in events
+            for exchange_id in (event_exchange_ids(event) or ("",))
+        )
+    )
 
 
 class SessionStep:
@@ -48,13 +59,7 @@ class SessionStep:
         self._clock = clock
 
     async def __call__(self, events: Sequence[tuple[ThreadEvent, Position]]) -> None:
-        wanted = list(
-            dict.fromkeys(
-                (thread_key(event), exchange_id)
-                for event, _ in events
-                for exchange_id in (event_exchange_ids(event) or ("",))  # "": the head alone
-            )
-        )
+        wanted = state_wanted(events)
         memory = self._memory
         if memory is None:
             loaded = await self._store.load(wanted) if wanted else {}
