@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,48 @@ from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _name_stream_writers()
+
+
+def _name_stream_writers() -> None:
+    """Give every asyncio StreamWriter's repr the code that opened it.
+
+    A Kafka or Redis connection left open is reported by `StreamWriter.__del__` as an unraisable
+    `ResourceWarning`, "unclosed <StreamWriter ...>", whenever the writer happens to be collected: often
+    during a later test than the one that leaked it, and with nothing in the message to say whose
+    connection it was. With this, the message names the opening call's frames outside asyncio.
+    """
+    writer = asyncio.StreamWriter
+    if getattr(writer, "_memlog_named", False):
+        return
+    plain_init = writer.__init__
+    plain_repr = writer.__repr__
+
+    def init(self: asyncio.StreamWriter, *args: Any, **kwargs: Any) -> None:
+        plain_init(self, *args, **kwargs)
+        self._memlog_opened_at = _opener()  # type: ignore[attr-defined]
+
+    def named_repr(self: asyncio.StreamWriter) -> str:
+        return f"{plain_repr(self)[:-1]} opened at {getattr(self, '_memlog_opened_at', 'an unknown place')}>"
+
+    writer.__init__ = init  # type: ignore[method-assign]
+    writer.__repr__ = named_repr  # type: ignore[method-assign,assignment]
+    writer._memlog_named = True  # type: ignore[attr-defined]
+
+
+def _opener(depth: int = 8) -> str:
+    """The innermost `depth` frames of the caller's stack outside asyncio, innermost first."""
+    frame = sys._getframe(2)
+    places: list[str] = []
+    while frame is not None and len(places) < depth:
+        code = frame.f_code
+        if f"{os.sep}asyncio{os.sep}" not in code.co_filename:
+            places.append(f"{Path(code.co_filename).name}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back  # type: ignore[assignment]
+    return " <- ".join(places)
 
 
 def base_settings(**overrides: Any) -> Settings:
