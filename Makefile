@@ -71,6 +71,7 @@ bench: $(STAMP) ## projection rate against the raw aiokafka consume rate, on the
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.replay_stages
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.archives
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.archive_writes
+	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/python -m bench.session_growth
 	$(BIN)/python -m bench.redaction
 
 soak: $(STAMP) ## the soak: 500 exchanges/s for 30 min, worker SIGKILLed every 5 min (SOAK_ARGS="--rate 100 --minutes 3")

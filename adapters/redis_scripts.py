@@ -38,6 +38,18 @@ local function ready_lens(id)
   local sep = string.find(l, ':', 1, true)
   return tonumber(string.sub(l, 1, sep - 1)), tonumber(string.sub(l, sep + 1))
 end
+-- `ready_tail(key, size, old, new)`: the string at `key`, `size` bytes long, with its last `old` bytes
+-- replaced by `new`. A fragment that grows (the newest exchange's tool call, then its answer, each
+-- lengthens it) is written over in place: its own bytes, whatever the thread holds. Only one that
+-- shrinks rewrites the whole string.
+local function ready_tail(key, size, old, new)
+  if #new >= old then
+    if #new > 0 then redis.call('SETRANGE', key, size - old, new) end
+  else
+    local whole = redis.call('GET', key) or ''
+    redis.call('SET', key, string.sub(whole, 1, size - old) .. new, 'KEEPTTL')
+  end
+end
 local function ready_splice(order, edits)
   local texts = redis.call('GET', KEYS[5]) or ''
   local views = redis.call('GET', KEYS[6]) or ''
@@ -81,7 +93,8 @@ end
 # its expiry (PEXPIRETIME) and everyone who has had lines in it (head fields `ask:<subject>`), whose
 # lines indexes must live as long as it does. One call per thread and batch.
 # The ready context is kept where the thread has a current one (or is new), dropped otherwise: a new
-# exchange is appended, the newest one's update replaces the end, anything else splices.
+# exchange is appended, the newest one's update replaces the end (in place where it grows), anything
+# else splices.
 WRITE_THREAD = (
     _READY_HELPERS
     + """
@@ -136,11 +149,10 @@ for n = 1, #changes do
             redis.call('HSET', KEYS[4], 'l:' .. c[2], #text .. ':' .. #view)
           elseif redis.call('LINDEX', KEYS[3], -1) == c[2] then
             local tl, vl = ready_lens(c[2])
-            local texts = redis.call('GET', KEYS[5]) or ''
-            local views = redis.call('GET', KEYS[6]) or ''
-            if tl and #texts >= tl and #views >= vl then
-              redis.call('SET', KEYS[5], string.sub(texts, 1, #texts - tl) .. text, 'KEEPTTL')
-              redis.call('SET', KEYS[6], string.sub(views, 1, #views - vl) .. view, 'KEEPTTL')
+            local tn, vn = redis.call('STRLEN', KEYS[5]), redis.call('STRLEN', KEYS[6])
+            if tl and tn >= tl and vn >= vl then
+              ready_tail(KEYS[5], tn, tl, text)
+              ready_tail(KEYS[6], vn, vl, view)
               redis.call('HSET', KEYS[4], 'l:' .. c[2], #text .. ':' .. #view)
             else
               ready = false

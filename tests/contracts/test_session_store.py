@@ -400,6 +400,9 @@ class SessionStoreContract:
         assert await store.read_ready(KEY) is None
         call = ToolCall(0, "find", '{"chest": "\\u00e9 \\"x\\"", "n": [1, 2.5e20, null]}', '{"ok":true}', True, 12)
         first = Exchange("x1", 'où est "le coffre"?\nici', occurred_at=clock, tokens=3)
+        newest = Exchange("x5", "afresh", answer="", tokens=1)
+        long_call = ToolCall(0, "t", '{"a": [1, 2]}', '"a long result"', True, 5)
+        short_call = ToolCall(0, "t", "1", "2", True, 5)
         later = clock + TTL
         steps = [
             [SessionChange(first, False, 3, clock, later, count_delta=1)],  # new: appended
@@ -450,6 +453,12 @@ class SessionStoreContract:
             [SessionChange(Exchange("x4", "after the fold", tokens=1), False, 1, clock, later, count_delta=1)],
             [SessionChange(None, True, 0, clock, later, summary="")],  # a reset
             [SessionChange(Exchange("x5", "afresh", tokens=1), False, 1, clock, later, count_delta=1)],
+            # the newest again: its text grows while its view shrinks ("answer": null, then ""), then both
+            # grow, then both shrink (a call replaced by a shorter one): fragments are rewritten in place
+            # only where they grow
+            [SessionChange(Exchange("x5", "afresh", answer="", tokens=1), False, 0, clock, later)],
+            [SessionChange(replace(newest, tool_calls=(long_call,)), False, 0, clock, later)],
+            [SessionChange(replace(newest, tool_calls=(short_call,)), False, 0, clock, later)],
         ]
         versions = {""}
         offset = 0
