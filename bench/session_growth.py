@@ -44,7 +44,7 @@ async def run(settings: Settings, exchanges: int = 900) -> None:
     try:
         await measure(client, prefix, exchanges, count_tokens)
     finally:
-        async for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
             await client.delete(key)
         await client.aclose()
 

@@ -456,7 +456,7 @@ class SessionStoreContract:
             # the newest again: its text grows while its view shrinks ("answer": null, then ""), then both
             # grow, then both shrink (a call replaced by a shorter one): fragments are rewritten in place
             # only where they grow
-            [SessionChange(Exchange("x5", "afresh", answer="", tokens=1), False, 0, clock, later)],
+            [SessionChange(newest, False, 0, clock, later)],
             [SessionChange(replace(newest, tool_calls=(long_call,)), False, 0, clock, later)],
             [SessionChange(replace(newest, tool_calls=(short_call,)), False, 0, clock, later)],
         ]
