@@ -97,7 +97,9 @@ def fuzz_settings(stack: Settings) -> Settings:
         api_port=free_port(),
         operator_tokens=[OPERATOR_TOKEN],
         backend_tokens={"fuzz-backend": "fuzz"},
-        read_wait_seconds=30.0,  # a position taken from a 202 (stateful phase) is applied well within this
+        # a position taken from a 202 (stateful phase) is applied well within this; a valid token of a record
+        # never written (the description says what a token looks like) waits it out, inside the request timeout
+        read_wait_seconds=10.0,
         # readiness is tested on its own; under this load the worker lags a little behind, as it may
         ready_max_lag=1_000_000,
     )

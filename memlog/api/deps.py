@@ -22,6 +22,12 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such id here (never recorded, purged, expired, or not applied yet)."}
 }
 
+# Declared on every route that may refuse for what memlog holds already: an idempotency key in use or
+# used for another body, a target conversation that exists, nothing to compact, a replay running.
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {"description": "Refused for what is held already; `detail` says what (some say to retry shortly)."}
+}
+
 AFTER = Query(default=None, description="A position token; wait until it is applied.")
 WAIT = Query(
     default=None,

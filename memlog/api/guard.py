@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memlog.api.handlers import Refusal, unauthorized
+from memlog.api.handlers import Refusal, problem, unauthorized
 from memlog.credentials import Credentials
 from schemas.errors import Unauthorized
 from schemas.limits import MAX_JSON_DEPTH, JsonProblem, json_problem
@@ -97,7 +97,7 @@ class RequestGuard:
     async def _too_large(self, scope: Scope, receive: Receive, send: Send, declared: int | None) -> None:
         size = "" if declared is None else f"{declared} bytes; "
         message = f"the body is {size}larger than MEMLOG_MAX_BODY_BYTES ({self.max_body_bytes} bytes)"
-        await Refusal({"detail": [{"loc": ["body"], "msg": message}]}, status_code=413)(scope, receive, send)
+        await Refusal({"detail": [problem(413, ["body"], message)]}, status_code=413)(scope, receive, send)
 
     async def _check(self, body: bytes, *, lone_surrogates: bool) -> Refusal | None:
         if len(body) > THREAD_BODY_BYTES:
@@ -133,7 +133,7 @@ def _constant(name: str) -> Any:
 
 
 def _unprocessable(found: JsonProblem) -> Refusal:
-    return Refusal({"detail": [{"loc": ["body", *found.path], "msg": found.problem}]}, status_code=422)
+    return Refusal({"detail": [problem(422, ["body", *found.path], found.problem)]}, status_code=422)
 
 
 def _is_json(content_type: str | None) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -64,43 +64,79 @@ def echo(value: Any, depth: int = 0) -> Any:
     return echo(str(value), depth)
 
 
-def error(status: int, field: str | None, message: str, retry: bool = False) -> JSONResponse:
+# Each refusal's `type`, as FastAPI's own validation errors carry one (a client may branch on it).
+KINDS = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    413: "too_large",
+    422: "value_error",
+    500: "internal",
+    503: "unavailable",
+}
+
+# Where a request carried a field: "path", "query" or "body" (the `loc` of its refusal starts with it).
+Where = Callable[[str], str]
+
+
+def in_body(_: str) -> str:
+    return "body"
+
+
+def where_in(path: Collection[str], query: Collection[str]) -> Where:
+    """A field named by a check is the path's or the query's parameter of that name, else the body's."""
+
+    def where(field: str) -> str:
+        head = field.split(".", 1)[0]
+        return "path" if head in path else "query" if head in query else "body"
+
+    return where
+
+
+def problem(status: int, loc: list[str | int], message: str) -> dict[str, Any]:
+    """One item of a refusal's `detail`: FastAPI's shape (`loc`, `msg`, `type`)."""
+    return {"loc": loc, "msg": message, "type": KINDS.get(status, "error")}
+
+
+def error(status: int, field: str | None, message: str, retry: bool = False, where: Where = in_body) -> JSONResponse:
     """The shape of FastAPI's own validation errors, so clients read every refusal one way."""
-    body: dict[str, Any] = {"detail": [{"loc": ["body", field] if field else [], "msg": message}]}
+    loc: list[str | int] = [where(field), field] if field else []
+    body: dict[str, Any] = {"detail": [problem(status, loc, message)]}
     return Refusal(body, status_code=status, headers=RETRY if retry else None)
 
 
 def unauthorized(exc: Unauthorized) -> JSONResponse:
     return Refusal(
-        {"detail": [{"loc": ["header", "authorization"], "msg": str(exc)}]},
+        {"detail": [problem(401, ["header", "authorization"], str(exc))]},
         status_code=401,
         headers={"WWW-Authenticate": "Bearer"},
     )
 
 
-def _validation(exc: RequestValidationError) -> JSONResponse:
+def _validation(exc: RequestValidationError, _: Where) -> JSONResponse:
     return Refusal({"detail": exc.errors()}, status_code=422)
 
 
-def _forbidden(exc: Forbidden) -> JSONResponse:
-    return Refusal({"detail": [{"loc": ["header", "authorization"], "msg": str(exc)}]}, status_code=403)
+def _forbidden(exc: Forbidden, _: Where) -> JSONResponse:
+    return Refusal({"detail": [problem(403, ["header", "authorization"], str(exc))]}, status_code=403)
 
 
-def _unavailable(exc: Exception) -> JSONResponse:
+def _unavailable(exc: Exception, _: Where) -> JSONResponse:
     return error(503, None, str(exc), retry=True)
 
 
 # Every refusal memlog makes on purpose, by the exception that carries it.
-ANSWERS: dict[type[Exception], Callable[[Any], JSONResponse]] = {
+ANSWERS: dict[type[Exception], Callable[[Any, Where], JSONResponse]] = {
     RequestValidationError: _validation,
-    InvalidEvent: lambda exc: error(422, exc.field, exc.problem),
-    Unauthorized: unauthorized,
+    InvalidEvent: lambda exc, where: error(422, exc.field, exc.problem, where=where),
+    Unauthorized: lambda exc, _: unauthorized(exc),
     Forbidden: _forbidden,
-    Conflict: lambda exc: error(409, None, str(exc), retry=True),
-    KeyReused: lambda exc: error(409, "idempotency_key", str(exc)),
-    TargetExists: lambda exc: error(409, "target", str(exc)),
-    NothingToDo: lambda exc: error(409, None, str(exc)),
-    NotFound: lambda exc: error(404, None, str(exc)),
+    Conflict: lambda exc, _: error(409, None, str(exc), retry=True),
+    KeyReused: lambda exc, where: error(409, "idempotency_key", str(exc), where=where),
+    TargetExists: lambda exc, where: error(409, "target", str(exc), where=where),
+    NothingToDo: lambda exc, _: error(409, None, str(exc)),
+    NotFound: lambda exc, _: error(404, None, str(exc)),
     LogUnavailable: _unavailable,
     StoreUnavailable: _unavailable,
     SubjectErasing: _unavailable,
@@ -108,19 +144,19 @@ ANSWERS: dict[type[Exception], Callable[[Any], JSONResponse]] = {
 }
 
 
-def answer_for(exc: Exception) -> JSONResponse | None:
+def answer_for(exc: Exception, where: Where = in_body) -> JSONResponse | None:
     """The refusal for `exc`, found as Starlette finds a handler (the nearest class in its MRO); None
     for an exception memlog does not raise on purpose (a bug)."""
     for kind in type(exc).__mro__:
         make = ANSWERS.get(kind)
         if make is not None:
-            return make(exc)
+            return make(exc, where)
     return None
 
 
-def _handler(make: Callable[[Any], JSONResponse]) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
-    async def handle(_: Request, exc: Exception) -> JSONResponse:
-        return make(exc)
+def _handler(make: Callable[[Any, Where], JSONResponse]) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        return make(exc, where_in(request.path_params, request.query_params))
 
     return handle
 

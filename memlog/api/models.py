@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import functools
+import types
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from config.settings import MAX_REPLAY_WORKERS
 from memlog.context import ThreadContext
@@ -13,8 +15,37 @@ from schemas.exchanges import AnswerPart, QuestionPart, ReportedExchange, Route,
 from schemas.limits import INT32_MAX, INT64_MAX
 
 
-class ToolCallIn(BaseModel):
+@functools.cache
+def _fields_holding(model: type[BaseModel], kind: type) -> frozenset[str]:
+    """The fields of `model` that hold a `kind` (or None)."""
+
+    def holds(annotation: Any) -> bool:
+        if get_origin(annotation) in (Union, types.UnionType):
+            return any(holds(arg) for arg in get_args(annotation))
+        return annotation is kind
+
+    return frozenset(name for name, info in model.model_fields.items() if holds(info.annotation))
+
+
+class BodyIn(BaseModel):
+    """A request body: an unknown field is refused, and so is `true` or `false` given for an integer and
+    anything else given for `true` or `false` (pydantic would read them as 1 and 0, and 0, 1, "yes" and
+    "off" as booleans: an exchange dated `false` would be kept as of 1970)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_json_types_them(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name
+        if isinstance(value, bool) and name in _fields_holding(cls, int):
+            raise ValueError(f"is {str(value).lower()}, not an integer")
+        if value is not None and not isinstance(value, bool) and name in _fields_holding(cls, bool):
+            raise ValueError("must be true or false")
+        return value
+
+
+class ToolCallIn(BodyIn):
     name: str
     arguments: Any = Field(default_factory=dict, description="Any JSON value.")
     result: Any = Field(default=None, description="Any JSON value; kept whole so follow-ups need no second call.")
@@ -25,8 +56,7 @@ class ToolCallIn(BaseModel):
         return ToolUse(self.name, self.arguments, self.result, self.ok, self.duration_ms)
 
 
-class ExchangeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ExchangeIn(BodyIn):
     tenant: str
     subject: str
     thread: Literal["session", "public", "automation"] = Field(
@@ -65,8 +95,7 @@ class ExchangeIn(BaseModel):
         )
 
 
-class Routed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Routed(BodyIn):
     tenant: str
     subject: str
     occurred_at: int | None = Field(default=None, ge=0, le=INT64_MAX)
@@ -191,8 +220,7 @@ class Context(BaseModel):
         return cls.model_validate(vars(context))
 
 
-class FactIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FactIn(BodyIn):
     text: str
     scope: Literal["agent", "shared"] | None = Field(
         default=None,
@@ -203,8 +231,7 @@ class FactIn(BaseModel):
     source: Literal["agent", "subject"] = Field(default="subject", description="Saved by the agent or by hand.")
 
 
-class KnowledgeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class KnowledgeIn(BodyIn):
     text: str
     scope: Literal["agent", "shared"] | None = Field(
         default=None,
@@ -214,8 +241,7 @@ class KnowledgeIn(BaseModel):
     agent: str | None = Field(default=None, description="The agent it is for (needed for scope agent).")
 
 
-class FactEdit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FactEdit(BodyIn):
     text: str
     agent: str | None = None
 
@@ -255,8 +281,7 @@ class FactsOut(BaseModel):
     next_cursor: str | None = Field(default=None, description="With q: the cursor of the next page of matches.")
 
 
-class ToolRunIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ToolRunIn(BodyIn):
     arguments: dict[str, Any] = Field(default_factory=dict)
     exchange_id: str | None = Field(default=None, description="Record the call in this exchange's transcript.")
     call_index: int | None = Field(
@@ -264,8 +289,7 @@ class ToolRunIn(BaseModel):
     )
 
 
-class ModelStepIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ModelStepIn(BodyIn):
     seq: int | None = Field(
         default=None, ge=0, le=INT32_MAX, description="Place in the timeline; default: by start time."
     )
@@ -278,8 +302,7 @@ class ModelStepIn(BaseModel):
     duration_ms: int = Field(ge=0, le=INT64_MAX)
 
 
-class TraceToolCallIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TraceToolCallIn(BodyIn):
     seq: int | None = Field(default=None, ge=0, le=INT32_MAX)
     name: str
     arguments: Any = Field(default_factory=dict)
@@ -289,8 +312,7 @@ class TraceToolCallIn(BaseModel):
     duration_ms: int = Field(ge=0, le=INT64_MAX)
 
 
-class RunIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunIn(BodyIn):
     tenant: str
     subject: str | None = None
     agent: str
@@ -344,18 +366,15 @@ class RunAccepted(BaseModel):
     bytes: int
 
 
-class ResetIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ResetIn(BodyIn):
     reason: str | None = None
 
 
-class EraseIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EraseIn(BodyIn):
     reason: str | None = Field(default=None, description="Recorded in the log; do not put personal data here.")
 
 
-class ReplayIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReplayIn(BodyIn):
     projection: Literal["sessions", "facts", "traces", "archives", "all"] = "all"
     since: int | None = Field(
         default=None, ge=0, le=INT64_MAX, description="Epoch ms to start from; default: the beginning."
@@ -376,26 +395,22 @@ class PrivacyOut(BaseModel):
     ledger: dict[str, Any] | None = None
 
 
-class TargetIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TargetIn(BodyIn):
     target: str = Field(description="The new conversation's name; it must not exist, nor be the source.")
 
 
-class ArchiveIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ArchiveIn(BodyIn):
     archived: bool | None = None
     protected: bool | None = Field(default=None, description="Protected conversations are never deleted by retention.")
     kind: Literal["main", "task", "subagent"] | None = Field(default=None, description="The retention policy.")
     label: str | None = None
 
 
-class PurgeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PurgeIn(BodyIn):
     reason: str | None = None
 
 
-class RetentionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RetentionIn(BodyIn):
     confirm: bool = Field(default=False, description="Without it, a dry run: the targets only.")
     now: int | None = Field(default=None, ge=0, le=INT64_MAX, description="Epoch ms to plan against; default: now.")
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlog.api.context_json import context_answer
-from memlog.api.handlers import answer_for
+from memlog.api.handlers import answer_for, where_in
 from memlog.context import ReadyContext
 from memlog.credentials import Credentials
 from memlog.services import Services
@@ -30,6 +30,7 @@ SUFFIX = "/context"
 PLAIN_WAIT = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})?")
 SESSION = frozenset({"after", "wait", "question", "agent", "fill"})
 THREAD = frozenset({"after", "wait"})
+PATH_NAMES = frozenset({"tenant", "subject", "agent"})  # the context routes' path parameters
 
 Read = Callable[[Services, dict[str, str], float | None], Awaitable[ReadyContext]]
 
@@ -131,7 +132,7 @@ class ContextShortcut:
             services: Services = state.services
             response = context_answer(header(scope, b"if-none-match"), await found.read(services, query, wait))
         except Exception as exc:
-            refusal = answer_for(exc)
+            refusal = answer_for(exc, where_in(PATH_NAMES, query))
             if refusal is None:
                 raise  # a bug: the app's error middleware logs it and answers 500, as for any route
             await refusal(scope, receive, send)

@@ -381,3 +381,68 @@ def test_the_api_refuses_a_public_address_without_credentials(stack: Settings) -
     )
     assert started.returncode != 0
     assert "MEMLOG_API_ALLOW_OPEN" in started.stdout + started.stderr
+
+
+async def test_a_refusal_names_where_the_field_was_sent_and_its_type(http: httpx.AsyncClient) -> None:
+    by_query = await http.get(f"/v1/tenants/{TENANT}/subjects/s/context", params={"after": "no-token"})
+    assert by_query.status_code == 422, by_query.text
+    assert by_query.json()["detail"] == [
+        {
+            "loc": ["query", "after"],
+            "msg": "'no-token' is not a position token like 'threads.3.1200'",
+            "type": "value_error",
+        }
+    ]
+    routed = await http.get(f"/v1/tenants/{TENANT}/subjects/s/facts", params={"after": ""})  # through FastAPI
+    assert routed.status_code == 422 and routed.json()["detail"][0]["loc"] == ["query", "after"], routed.text
+    by_path = await http.post(f"/v1/tenants/{TENANT}/subjects/bad\u009bname/reset")
+    assert by_path.status_code == 422, by_path.text
+    assert by_path.json()["detail"][0]["loc"] == ["path", "subject"] and by_path.json()["detail"][0]["type"]
+    by_body = await http.post("/v1/exchanges", json=exchange("s", question=""))
+    assert by_body.json()["detail"][0]["loc"] == ["body", "question"], by_body.text
+    unknown = await http.get(f"/v1/tenants/{TENANT}/subjects/s/context", headers={"Authorization": "Bearer nope"})
+    assert unknown.status_code == 401 and unknown.json()["detail"][0]["type"] == "unauthorized"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    [
+        ("/v1/exchanges", exchange("bools", occurred_at=False), ["body", "occurred_at"]),
+        (
+            "/v1/exchanges/x/answer",
+            {"tenant": TENANT, "subject": "bools", "answer": "a", "occurred_at": True},
+            ["body", "occurred_at"],
+        ),
+        (
+            "/v1/exchanges",
+            exchange("bools", tool_calls=[{"name": "dig", "ok": 0}]),
+            ["body", "tool_calls", 0, "ok"],
+        ),
+        (f"/v1/tenants/{TENANT}/retention", {"confirm": 0}, ["body", "confirm"]),
+        (f"/v1/tenants/{TENANT}/retention", {"confirm": "yes"}, ["body", "confirm"]),
+    ],
+)
+async def test_booleans_and_integers_are_not_taken_for_each_other(
+    http: httpx.AsyncClient, path: str, body: dict[str, Any], loc: list[Any]
+) -> None:
+    refused = await http.post(path, json=body, headers=OPERATOR)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["loc"] == loc, refused.text
+    kept = await http.post(
+        "/v1/exchanges", json=exchange("bools", occurred_at=1, tool_calls=[{"name": "dig", "ok": False}])
+    )
+    assert kept.status_code == 202, kept.text
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        (f"/v1/tenants/{TENANT}/ledger?subject=bad%C2%9Bname", "subject"),
+        (f"/v1/tenants/{TENANT}/runs?agent=bad%C2%9Bname", "agent"),
+        (f"/v1/tenants/{TENANT}/subjects/s/facts?agent=bad%C2%9Bname", "agent"),
+    ],
+)
+async def test_a_filter_by_a_name_no_one_can_have_is_refused(http: httpx.AsyncClient, path: str, name: str) -> None:
+    refused = await http.get(path, headers=OPERATOR)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["loc"] == ["query", name], refused.text

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from memlog.api.auth import OPERATOR_ONLY, TENANT_ONLY
-from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.deps import AFTER, CONFLICT, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import Accepted, ArchiveIn, OperationAccepted, PurgeIn, ResetIn, RetentionIn, TargetIn
 from memlog.conversations import conversation_ref
 from projections.archives import ConversationRef
@@ -260,7 +260,7 @@ async def original(
     status_code=202,
     response_model=OperationAccepted,
     dependencies=TENANT_ONLY,
-    responses=NOT_FOUND,
+    responses={**NOT_FOUND, **CONFLICT},
 )
 async def compact(
     tenant: str,
@@ -303,7 +303,7 @@ async def reset_conversation(
     status_code=202,
     response_model=OperationAccepted,
     dependencies=TENANT_ONLY,
-    responses=NOT_FOUND,
+    responses={**NOT_FOUND, **CONFLICT},
 )
 async def rename(
     tenant: str,
@@ -325,7 +325,7 @@ async def rename(
     status_code=202,
     response_model=OperationAccepted,
     dependencies=TENANT_ONLY,
-    responses=NOT_FOUND,
+    responses={**NOT_FOUND, **CONFLICT},
 )
 async def fork(
     tenant: str,

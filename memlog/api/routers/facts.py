@@ -64,6 +64,8 @@ async def facts_out(
 ) -> FactsOut:
     """A subject's facts, or with `subject=None` the tenant's knowledge: all of them the agent may see,
     or with `q` the page of those that bear on it (the tenant's knowledge ranked with a subject's)."""
+    if agent is not None:
+        check_name("agent", agent)
     most = services.settings.facts_max if subject is not None else services.settings.tenant_facts_max
     if q:
         found = await services.memory.search(tenant, subject, q, agent, limit=limit, cursor=cursor)

@@ -27,7 +27,7 @@ async def metrics_page(services: ServicesDep) -> Response:
     return Response(services.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: {"description": "Not ready: a service is down or a projection lags."}})
 async def readyz(services: ServicesDep) -> JSONResponse:
     """Ready when Kafka, Redis and MongoDB answer and every projection has applied the log (memlog/readiness.py).
 

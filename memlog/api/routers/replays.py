@@ -7,14 +7,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from memlog.api.auth import OPERATOR_ONLY, requested_by
-from memlog.api.deps import NOT_FOUND, ServicesDep
+from memlog.api.deps import CONFLICT, NOT_FOUND, ServicesDep
 from memlog.api.models import ReplayIn
 from schemas.errors import NotFound
 
 router = APIRouter()
 
 
-@router.post("/v1/replays", status_code=202, dependencies=OPERATOR_ONLY)
+@router.post("/v1/replays", status_code=202, dependencies=OPERATOR_ONLY, responses=CONFLICT)
 async def start_replay(body: ReplayIn, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Rebuild projections from the topics into a fresh namespace (all tenants; operators only)."""
     return await services.replays.start(

@@ -12,6 +12,7 @@ from memlog.api.auth import OPERATOR_ONLY, guard_body
 from memlog.api.deps import AFTER, NOT_FOUND, ServicesDep
 from memlog.api.models import RunAccepted, RunIn
 from schemas.errors import InvalidEvent, NotFound
+from schemas.events import check_name
 from schemas.limits import INT64_MAX
 
 router = APIRouter()
@@ -40,6 +41,8 @@ async def runs(
 ) -> dict[str, Any]:
     """Recent runs of a tenant, by shape only, newest first; `next_cursor` pages on (null on the last
     page; a cursor is bound to the filters it was issued with: 422 `cursor` with others)."""
+    if agent is not None:
+        check_name("agent", agent)
     shapes, following = await services.runs.recent(
         tenant, agent=agent, status=status, since=since, until=until, limit=limit, after=after, cursor=cursor
     )

@@ -1,0 +1,45 @@
+"""The OpenAPI description states what memlog refuses in a request, and describes its answers as they are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.settings import Settings
+from memlog.api.app import create_api
+from memlog.api.openapi import NAME, POSITION
+
+
+def _spec() -> dict[str, Any]:
+    return create_api(Settings()).openapi()
+
+
+def _parameter(spec: dict[str, Any], path: str, method: str, name: str) -> dict[str, Any]:
+    found = [p for p in spec["paths"][path][method]["parameters"] if p["name"] == name]
+    assert len(found) == 1, (path, name)
+    schema: dict[str, Any] = found[0]["schema"]
+    return schema
+
+
+def test_requests_carry_the_rules_memlog_checks() -> None:
+    spec = _spec()
+    after = _parameter(spec, "/v1/tenants/{tenant}/subjects/{subject}/facts", "get", "after")
+    assert any(branch.get("pattern") == POSITION["pattern"] for branch in [after, *after.get("anyOf", [])])
+    assert (
+        _parameter(spec, "/v1/tenants/{tenant}/subjects/{subject}/reset", "post", "subject")["pattern"]
+        == NAME["pattern"]
+    )
+    exchange = spec["components"]["schemas"]["ExchangeIn"]["properties"]
+    assert exchange["question"]["minLength"] == 1 and exchange["tenant"]["pattern"] == NAME["pattern"]
+    assert "minLength" not in str(exchange["answer"])  # an answer may be empty
+
+
+def test_answers_are_described_as_they_are() -> None:
+    spec = _spec()
+    schemas = spec["components"]["schemas"]
+    assert "pattern" not in schemas["Context"]["properties"]["thread"]  # the thread's kind: session, public...
+    assert "pattern" not in schemas["Accepted"]["properties"]["exchange_id"]  # a reset answers with ""
+    for path in ("/v1/exchanges", "/v1/exchanges/{exchange_id}/question"):
+        assert "409" in spec["paths"][path]["post"]["responses"], path
+    fork = "/v1/tenants/{tenant}/threads/{thread}/conversations/{conversation}/fork"
+    assert "409" in spec["paths"][fork]["post"]["responses"]
+    assert "503" in spec["paths"]["/readyz"]["get"]["responses"]
