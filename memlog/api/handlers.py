@@ -11,6 +11,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from schemas.errors import (
     Conflict,
@@ -69,6 +71,7 @@ KINDS = {
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
+    405: "method_not_allowed",
     409: "conflict",
     413: "too_large",
     422: "value_error",
@@ -161,9 +164,36 @@ def _handler(make: Callable[[Any, Where], JSONResponse]) -> Callable[[Request, E
     return handle
 
 
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(app: Any, scope: Mapping[str, Any]) -> list[str]:
+    """Every method some route of `app` takes at the scope's path (FastAPI makes a route of each
+    method, and Starlette's 405 names only the first route's)."""
+    return [
+        method
+        for method in METHODS
+        if any(route.matches({**scope, "method": method})[0] == Match.FULL for route in app.router.routes)
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own refusals (no such path, a method the path does not take) in memlog's shape; a 405
+    lists in `Allow` every method the path takes."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 405:
+        allowed = allowed_methods(request.app, request.scope)
+        message = f"{request.method} is not a method of this path; it takes {', '.join(allowed)}"
+        body = {"detail": [problem(405, [], message)]}
+        return Refusal(body, status_code=405, headers={"Allow": ", ".join(allowed)})
+    body = {"detail": [problem(exc.status_code, [], str(exc.detail))]}
+    return Refusal(body, status_code=exc.status_code, headers=exc.headers)
+
+
 def install(app: FastAPI) -> None:
     for kind, make in ANSWERS.items():
         app.add_exception_handler(kind, _handler(make))
+    app.add_exception_handler(StarletteHTTPException, _http_error)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:

@@ -36,7 +36,7 @@ class BodyIn(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _as_json_types_them(cls, value: Any, info: ValidationInfo) -> Any:
+    def _json_types_kept_apart(cls, value: Any, info: ValidationInfo) -> Any:
         name = info.field_name
         if isinstance(value, bool) and name in _fields_holding(cls, int):
             raise ValueError(f"is {str(value).lower()}, not an integer")

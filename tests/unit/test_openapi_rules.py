@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi.testclient import TestClient
+
 from config.settings import Settings
 from memlog.api.app import create_api
 from memlog.api.openapi import NAME, POSITION
@@ -43,3 +45,15 @@ def test_answers_are_described_as_they_are() -> None:
     fork = "/v1/tenants/{tenant}/threads/{thread}/conversations/{conversation}/fork"
     assert "409" in spec["paths"][fork]["post"]["responses"]
     assert "503" in spec["paths"]["/readyz"]["get"]["responses"]
+
+
+def test_a_method_a_path_does_not_take_is_answered_with_every_method_it_does() -> None:
+    client = TestClient(create_api(Settings()), raise_server_exceptions=False)
+    refused = client.request("PUT", "/v1/tenants/t/subjects/s/facts")
+    assert refused.status_code == 405
+    assert refused.headers["allow"] == "GET, POST, DELETE"  # three routes of one path, each of one method
+    assert refused.json()["detail"][0]["type"] == "method_not_allowed"
+    one = client.request("OPTIONS", "/v1/tenants/t/facts/f-1")
+    assert one.status_code == 405 and one.headers["allow"] == "PATCH, DELETE"
+    nowhere = client.get("/v1/nowhere")
+    assert nowhere.status_code == 404 and nowhere.json()["detail"][0]["type"] == "not_found"
