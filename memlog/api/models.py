@@ -7,6 +7,7 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from config.settings import MAX_REPLAY_WORKERS
 from memlog.context import ThreadContext
@@ -39,9 +40,9 @@ class BodyIn(BaseModel):
     def _json_types_kept_apart(cls, value: Any, info: ValidationInfo) -> Any:
         name = info.field_name
         if isinstance(value, bool) and name in _fields_holding(cls, int):
-            raise ValueError(f"is {str(value).lower()}, not an integer")
+            raise PydanticCustomError("int_type", "is {value}, not an integer", {"value": str(value).lower()})
         if value is not None and not isinstance(value, bool) and name in _fields_holding(cls, bool):
-            raise ValueError("must be true or false")
+            raise PydanticCustomError("bool_type", "must be true or false")
         return value
 
 

@@ -3,7 +3,8 @@ tell a valid request from an invalid one: the name rule (schemas.events.check_na
 characters, no control character) on every name, in a path, a query or a body; a position token's
 form for `after`; a question, a fact's text and a tool's name are never
 empty. memlog's own checks stay the ones that refuse (naming the field in their words); this only
-documents them. Answers are described as FastAPI describes them.
+documents them; a route that waits on `after` declares the 503 of a position not applied in time.
+Answers are described as FastAPI describes them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ POSITION = {"pattern": r"^(threads|facts|traces)\.[0-9]{1,6}\.[0-9]{1,19}$"}
 # request texts memlog refuses empty ("must not be empty"; an answer may be empty)
 NOT_EMPTY = {"minLength": 1}
 TEXTS = frozenset({"question", "text", "name"})
+NOT_CAUGHT_UP = {
+    "description": "`after` names a position not applied within the wait (Retry-After), or a store is away."
+}
 NAMES = frozenset(
     {
         "tenant",
@@ -53,6 +57,8 @@ def describe_names(schema: dict[str, Any]) -> dict[str, Any]:
         for operation in item.values():
             for parameter in operation.get("parameters", []):
                 _constrain(parameter["name"], parameter.get("schema", {}), PARAMETERS)
+            if any(parameter["name"] == "after" for parameter in operation.get("parameters", [])):
+                operation.setdefault("responses", {}).setdefault("503", NOT_CAUGHT_UP)
     for name in _request_components(schema, components):
         for field, prop in components[name].get("properties", {}).items():
             _constrain(field, prop, BODIES)

@@ -57,3 +57,16 @@ def test_a_method_a_path_does_not_take_is_answered_with_every_method_it_does() -
     assert one.status_code == 405 and one.headers["allow"] == "PATCH, DELETE"
     nowhere = client.get("/v1/nowhere")
     assert nowhere.status_code == 404 and nowhere.json()["detail"][0]["type"] == "not_found"
+
+
+def test_a_route_that_waits_on_a_position_declares_its_503() -> None:
+    spec = _spec()
+    waiting = [
+        (path, method)
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+        if any(parameter["name"] == "after" for parameter in operation.get("parameters", []))
+    ]
+    assert len(waiting) > 10
+    for path, method in waiting:
+        assert "503" in spec["paths"][path][method]["responses"], (path, method)
