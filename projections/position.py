@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from schemas.errors import InvalidEvent
 from schemas.frozen import quick
 
-_TOKEN = re.compile(r"^(?P<topic>[a-z]+)\.(?P<partition>\d{1,6})\.(?P<offset>\d{1,19})$")
+PARTITION = r"\d{1,6}"
+OFFSET = r"\d{1,19}"
+_TOKEN = re.compile(rf"^(?P<topic>[a-z]+)\.(?P<partition>{PARTITION})\.(?P<offset>{OFFSET})$")
+
+
+def token_pattern(topics: Iterable[str]) -> str:
+    """The form of a token of one of `topics`, as a description states it (`Position.parse` checks)."""
+    return rf"^({'|'.join(topics)})\.{PARTITION}\.{OFFSET}$"
 
 
 @quick

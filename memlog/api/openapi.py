@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memlog.positions import LAGGING_TOPICS
+from projections.position import token_pattern
 from schemas.events import MAX_NAME_LENGTH
 
 # Unicode's control characters (category Cc); lone surrogates (Cs), the other refused category, have no
@@ -22,8 +24,8 @@ NAME = {"minLength": 1, "maxLength": MAX_NAME_LENGTH, "pattern": f"^{NAME_CHARAC
 OWNER = f"{NAME_CHARACTER}{{1,{MAX_NAME_LENGTH}}}"
 THREAD = {"pattern": f"^(public|session:{OWNER}|automation:{OWNER})$"}
 COMPONENT = "#/components/schemas/"
-# a position token (projections/position.py) of a topic a read can wait on
-POSITION = {"pattern": r"^(threads|facts|traces)\.[0-9]{1,6}\.[0-9]{1,19}$"}
+# a position token of a topic a read can wait on
+POSITION = {"pattern": token_pattern(LAGGING_TOPICS)}
 # request texts memlog refuses empty ("must not be empty"; an answer may be empty)
 NOT_EMPTY = {"minLength": 1}
 TEXTS = frozenset({"question", "text", "name"})
@@ -56,12 +58,12 @@ def describe_names(schema: dict[str, Any]) -> dict[str, Any]:
     for item in schema.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
-                _constrain(parameter["name"], parameter.get("schema", {}), PARAMETERS)
+                _constrain(parameter["name"], parameter.get("schema", {}), _parameter_rule)
             if any(parameter["name"] == "after" for parameter in operation.get("parameters", [])):
                 operation.setdefault("responses", {}).setdefault("503", NOT_CAUGHT_UP)
     for name in _request_components(schema, components):
         for field, prop in components[name].get("properties", {}).items():
-            _constrain(field, prop, BODIES)
+            _constrain(field, prop, _body_rule)
     return schema
 
 
@@ -79,8 +81,8 @@ def _request_components(schema: dict[str, Any], components: dict[str, Any]) -> s
         value = pending.pop()
         if isinstance(value, dict):
             ref = value.get("$ref")
-            if isinstance(ref, str) and ref.startswith(COMPONENT) and ref[len(COMPONENT) :] not in found:
-                name = ref[len(COMPONENT) :]
+            name = ref[len(COMPONENT) :] if isinstance(ref, str) and ref.startswith(COMPONENT) else None
+            if name is not None and name not in found:
                 found.add(name)
                 pending.append(components.get(name, {}))
             pending.extend(value.values())
@@ -99,10 +101,6 @@ def _parameter_rule(name: str) -> dict[str, Any] | None:
 def _body_rule(name: str) -> dict[str, Any] | None:
     # a body's `thread` is the thread's kind, an enum
     return NAME if name in NAMES else NOT_EMPTY if name in TEXTS else None
-
-
-PARAMETERS = _parameter_rule
-BODIES = _body_rule
 
 
 def _constrain(name: str, prop: dict[str, Any], rule_for: Callable[[str], dict[str, Any] | None]) -> None:

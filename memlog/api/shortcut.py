@@ -30,7 +30,7 @@ SUFFIX = "/context"
 PLAIN_WAIT = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})?")
 SESSION = frozenset({"after", "wait", "question", "agent", "fill"})
 THREAD = frozenset({"after", "wait"})
-PATH_NAMES = frozenset({"tenant", "subject", "agent"})  # the context routes' path parameters
+PATH_PARAMETER = re.compile(r"{(\w+)}")  # a parameter of a route's path template
 
 Read = Callable[[Services, dict[str, str], float | None], Awaitable[ReadyContext]]
 
@@ -132,7 +132,7 @@ class ContextShortcut:
             services: Services = state.services
             response = context_answer(header(scope, b"if-none-match"), await found.read(services, query, wait))
         except Exception as exc:
-            refusal = answer_for(exc, where_in(PATH_NAMES, query))
+            refusal = answer_for(exc, where_in(PATH_PARAMETER.findall(found.template), query))
             if refusal is None:
                 raise  # a bug: the app's error middleware logs it and answers 500, as for any route
             await refusal(scope, receive, send)
