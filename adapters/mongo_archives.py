@@ -1,14 +1,18 @@
-"""Conversation archives and idempotency reservations in MongoDB (any server speaking its wire protocol).
+"""Conversation archives in MongoDB (any server speaking its wire protocol).
 
-`entries`: one document per archived entry, `_id` = the position it came from, so a redelivered
-event inserts nothing; a unique index keeps an entry id once per conversation. `conversations`:
-one metadata document per conversation. No `$text` index: `terms` (ASCII tokens) is a multikey
-index that narrows candidates; the pure matcher in projections/archives.py decides.
+`entry_groups` (adapters/mongo_entries.py): one document per exchange's run of entries, `_id` the
+position of its first entry, each entry keyed by its own position inside, so a redelivered event
+writes nothing new; a unique multikey index keeps an entry id once per conversation. A loaded
+worker's batch writes one group per exchange (issue 16: at most two documents per exchange with the
+conversations), inserted in bulk; a group the batch grows, or one a redelivery meets again, is
+updated in place. `conversations`: one metadata document per conversation, holding its tail group.
+No `$text` index: `terms` (ASCII tokens of every entry of a group) is a multikey index that narrows
+candidates; the pure matcher in projections/archives.py decides.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import logging
 from dataclasses import replace
 from typing import Any
 
@@ -17,11 +21,22 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from adapters.mongo_calendar import ArchiveCalendarReads
-from adapters.mongo_entries import conversation_id, entry_doc, entry_of_doc
+from adapters.mongo_entries import (
+    GROUPS,
+    LEGACY_ENTRIES,
+    WITHOUT_TERMS,
+    conversation_id,
+    entries_of,
+    entry_of_doc,
+    group_doc,
+    runs,
+    sharing,
+)
 from adapters.mongo_entries import where as _where
+from adapters.mongo_groups import ArchiveGroupWrites, Held, duplicates, thread_of
 from adapters.mongo_places import ArchiveNeighbourReads
-from adapters.mongo_scans import above, at_most, docs_where, equals, ids_where, in_seq_order, update_ids
-from adapters.mongo_store import DUPLICATE_KEY, mongo_errors
+from adapters.mongo_scans import above, at_most, equals, every, in_seq_order
+from adapters.mongo_store import mongo_errors
 from projections.archives import (
     NEVER,
     ArchiveGeneration,
@@ -38,11 +53,14 @@ from projections.archives import (
     SetMeta,
     forked,
     in_scope,
+    index_terms,
     meta_after_entry,
 )
 from projections.places import number
-from projections.ports import PENDING_SECONDS, Clock, utc_now
-from schemas.events import KEY_SEPARATOR, MAIN_CONVERSATION
+from schemas.events import MAIN_CONVERSATION
+
+MIGRATION_CHUNK = 1000  # legacy entries converted per insert
+log = logging.getLogger(__name__)
 
 
 def _meta_doc(meta: ConversationMeta) -> dict[str, Any]:
@@ -81,20 +99,20 @@ def _meta(doc: dict[str, Any]) -> ConversationMeta:
 
 
 def _ignore_duplicates(exc: BulkWriteError) -> None:
-    if any(err.get("code") != DUPLICATE_KEY for err in exc.details.get("writeErrors", [])):
-        raise exc
+    duplicates(exc)
 
 
 LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
 
 
-class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
+class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, ArchiveNeighbourReads):
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
-        self._entries = database["entries"]
+        self._entries = database[GROUPS]
         self._conversations = database["conversations"]
         self._legacy = database[LEGACY_RAW_COPY]
+        self._legacy_entries = database[LEGACY_ENTRIES]
 
     async def prepare(self) -> None:
         with mongo_errors():
@@ -105,7 +123,7 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
                     ("thread", ASCENDING),
                     ("owner", ASCENDING),
                     ("conversation", ASCENDING),
-                    ("entry_id", ASCENDING),
+                    ("ids", ASCENDING),
                 ],
                 name="entry_identity",
                 unique=True,
@@ -116,7 +134,7 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
                     ("thread", ASCENDING),
                     ("owner", ASCENDING),
                     ("conversation", ASCENDING),
-                    ("seq", ASCENDING),
+                    ("last", ASCENDING),
                 ],
                 name="by_conversation",
             )
@@ -131,6 +149,32 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             )
         await self.prepare_calendar()
         await self.prepare_places()
+        await self._migrate()
+
+    async def _migrate(self) -> None:
+        """Entries archived one document each (before issue 16) become groups of one, then their
+        collection goes: a group of one is a group like any other (a range of one seq)."""
+        moved = 0
+        with mongo_errors():
+            while True:
+                docs = await self._legacy_entries.find({}).limit(MIGRATION_CHUNK).to_list()
+                if not docs:
+                    break
+                if not moved:
+                    log.info("archive: moving entries kept one document each into groups (once)")
+                groups = [group_doc(str(doc["_id"]), [entry_of_doc(doc)]) for doc in docs]
+                try:
+                    await self._entries.insert_many(groups, ordered=False)
+                except BulkWriteError as exc:
+                    _ignore_duplicates(exc)  # converted already (an earlier start stopped part way)
+                await self._legacy_entries.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}})
+                moved += len(docs)
+                if moved % (100 * MIGRATION_CHUNK) == 0:
+                    log.info("archive: %d entries moved into groups so far", moved)
+            if moved:
+                log.info("archive: %d entries moved into groups", moved)
+            if LEGACY_ENTRIES in await self._legacy_entries.database.list_collection_names():
+                await self._legacy_entries.drop()
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -157,22 +201,27 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
         if not entries:
             return
         with mongo_errors():
-            entries, counts = number(entries, await self._places_held({e.ref for e in entries}))
-            try:
-                await self._entries.insert_many([entry_doc(e) for e in entries], ordered=False)
-            except BulkWriteError as exc:
-                _ignore_duplicates(exc)
+            held = await self._held({e.ref for e in entries})
+            places = {ref: (h.last_seq, h.count) for ref, h in held.items()}
+            entries, counts = number(entries, places)
+            # an entry at or below its conversation's last seq is stored: the conversation is written last
+            fresh = [e for e in entries if e.seq > held.get(e.ref, Held()).last_seq]
+            tails = {ref: h.tail for ref, h in held.items() if h.tail is not None}
+            grouped, after = runs(fresh, tails)
+            await self._write_groups(grouped)
             last: dict[ConversationRef, ConversationMeta | None] = {}
             for entry in entries:
                 last[entry.ref] = meta_after_entry(last.get(entry.ref), entry)
             updates = []
-            for ref, meta in last.items():
+            for ref in dict.fromkeys(e.ref for e in fresh):
+                meta = last[ref]
                 assert meta is not None
                 update: dict[str, Any] = {
                     "$set": {
                         **_where(ref),
                         "last_seq": meta.last_seq,
                         "subject": meta.subject,
+                        "tail": after[ref].doc(),
                         **({"n": counts[ref]} if ref in counts else {}),
                     },
                     "$max": {"last_at": meta.last_at},
@@ -198,45 +247,67 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
                         upsert=True,
                     )
                 )
-            try:
-                await self._conversations.bulk_write(updates, ordered=False)
-            except BulkWriteError as exc:
-                _ignore_duplicates(exc)  # that conversation holds this position already
+            if updates:
+                try:
+                    await self._conversations.bulk_write(updates, ordered=False)
+                except BulkWriteError as exc:
+                    _ignore_duplicates(exc)  # that conversation holds this position already
 
-    async def _places_held(self, refs: set[ConversationRef]) -> dict[ConversationRef, tuple[int, int | None]]:
-        """Each conversation's last seq and count of places given (projections/places.py); None for a
-        conversation holding entries archived before there were places (no count on its document)."""
-        ids = {conversation_id(ref): ref for ref in refs}
-        docs = await self._conversations.find({"_id": {"$in": list(ids)}}, {"last_seq": 1, "n": 1}).to_list()
-        held: dict[ConversationRef, tuple[int, int | None]] = {}
+    async def _end_tail(self, ref: ConversationRef, before: int) -> None:
+        """A thread operation at `before` ends the conversation's tail group (unless redelivered)."""
+        await self._conversations.update_one(
+            {"_id": conversation_id(ref), "last_seq": {"$lt": before}}, {"$unset": {"tail": ""}}
+        )
+
+    async def _entries_below(self, ref: ConversationRef, before: int) -> list[dict[str, Any]]:
+        return await in_seq_order(self._entries, _where(ref), {"$lt": before}, every, None, fields=WITHOUT_TERMS)
+
+    async def _set_in_entries(
+        self, ref: ConversationRef, docs: list[dict[str, Any]], changes: dict[str, dict[str, Any]]
+    ) -> None:
+        """`changes` (per entry's store id: update operators and the entry's fields they set) applied
+        to those of the entries `docs` in their groups: one update per group."""
+        per_group: dict[str, dict[str, dict[str, Any]]] = {}
         for doc in docs:
-            last_seq = int(doc.get("last_seq", -1))
-            count = int(doc["n"]) if doc.get("n") is not None else (0 if last_seq < 0 else None)
-            held[ids[doc["_id"]]] = (last_seq, count)
-        return held
+            change = changes.get(doc["_id"])
+            if change:
+                group = per_group.setdefault(doc["group"], {})
+                for operator, fields in change.items():
+                    group.setdefault(operator, {}).update(
+                        {f"m.s{doc['seq']}.{name}": value for name, value in fields.items()}
+                    )
+        if per_group:
+            await self._entries.bulk_write(
+                [UpdateOne({"_id": group, **thread_of(ref)}, update) for group, update in per_group.items()]
+            )
 
     async def _archive_generation(self, op: ArchiveGeneration) -> None:
-        where = {**_where(op.ref), "seq": {"$lt": op.before}}  # and reset_at NEVER, checked on what comes back
         live = equals("reset_at", NEVER)
         with mongo_errors():
+            docs = await self._entries_below(op.ref, op.before)
+            changes: dict[str, dict[str, Any]] = {}
             if op.kind == "reset":
-                ids = await ids_where(self._entries, where, ("reset_at",), live)
-                await update_ids(
-                    self._entries, ids, {"$addToSet": {"archives": op.archive_id}, "$set": {"reset_at": op.before}}
-                )
+                for doc in docs:
+                    if live(doc):
+                        changes[doc["_id"]] = {
+                            "$addToSet": {"archives": op.archive_id},
+                            "$set": {"reset_at": op.before},
+                        }
             else:
                 active = equals("compacted_at", NEVER)
-                docs = await self._entries.find(where, {"reset_at": 1, "compacted_at": 1, "exchange_id": 1}).to_list()
-                kept = [doc for doc in docs if live(doc) and active(doc)]
-                archived = {"$addToSet": {"archives": op.archive_id}}
-                await update_ids(self._entries, [doc["_id"] for doc in kept], archived)
                 covers = set(op.covers)
-                covered = [doc["_id"] for doc in kept if _covered(doc.get("exchange_id"), covers)]
-                await update_ids(self._entries, covered, {"$set": {"compacted_at": op.before}})
+                for doc in docs:
+                    if live(doc) and active(doc):
+                        change: dict[str, Any] = {"$addToSet": {"archives": op.archive_id}}
+                        if _covered(doc.get("exchange_id"), covers):
+                            change["$set"] = {"compacted_at": op.before}
+                        changes[doc["_id"]] = change
+            await self._set_in_entries(op.ref, docs, changes)
             unset = {"$set": {"open_exchange": None}} if op.kind == "reset" else {}
             await self._conversations.update_one(
                 {"_id": conversation_id(op.ref)}, {"$addToSet": {"generations": op.archive_id}, **unset}
             )
+            await self._end_tail(op.ref, op.before)
 
     async def _claim_target(self, source: ConversationRef, target: str, before: int) -> ConversationMeta | None:
         """The target's metadata, reserved for this operation; None when it belongs to another one."""
@@ -271,9 +342,11 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             if claimed is None:
                 return  # the target exists: refused, as the API refuses it
             target = ConversationRef(op.ref.tenant, op.ref.thread, op.ref.owner, op.target)
+            # no group spans the rename (each operation ends the tail): whole groups move
             await self._entries.update_many(
-                {**_where(op.ref), "seq": {"$lt": op.before}}, {"$set": {"conversation": op.target}}
+                {**_where(op.ref), "last": {"$lt": op.before}}, {"$set": {"conversation": op.target}}
             )
+            await self._end_tail(op.ref, op.before)
             if found is not None:
                 source = _meta(found)
                 moved = _meta_doc(replace(source, ref=target, created_by=op.before, open_exchange=None))
@@ -296,13 +369,15 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
                 lambda doc: live(doc) and active(doc),
                 op.entries,
                 descending=True,
+                fields=WITHOUT_TERMS,
             )
-            copies = [replace(c, n=n) for n, c in enumerate(forked([entry_of_doc(d) for d in docs], op))]
+            copies = [
+                replace(c, n=n, terms=index_terms(c.text))
+                for n, c in enumerate(forked([entry_of_doc(d) for d in docs], op))
+            ]
+            await self._end_tail(op.ref, op.before)
             if copies:
-                try:
-                    await self._entries.insert_many([entry_doc(e) for e in copies], ordered=False)
-                except BulkWriteError as exc:
-                    _ignore_duplicates(exc)
+                await self._write_groups(runs(copies, {})[0])
                 newest = copies[-1]
                 await self._conversations.update_one(
                     {"_id": conversation_id(newest.ref)},
@@ -329,7 +404,8 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
             found = await self._conversations.find_one({"_id": conversation_id(op.ref)})
             if op.expect_last_seq is not None and (found is None or int(found["last_seq"]) != op.expect_last_seq):
                 return  # retention: the conversation changed since it was found eligible
-            await self._entries.delete_many({**_where(op.ref), "seq": {"$lt": op.before}})
+            await self._entries.delete_many({**_where(op.ref), "last": {"$lt": op.before}})
+            await self._end_tail(op.ref, op.before)
             if found is not None and int(found.get("last_seq", -1)) < op.before:
                 await self._conversations.delete_one({"_id": conversation_id(op.ref)})
 
@@ -382,7 +458,7 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
     ) -> list[Entry]:
         query = self.candidate_query(tenant, thread, owner, terms, conversation=conversation)
         with mongo_errors():
-            docs = await self._entries.find(query, {"terms": 0}).to_list()
+            docs = sharing(entries_of(await self._entries.find(query, WITHOUT_TERMS).to_list()), terms)
         found = (entry_of_doc(d) for d in docs)
         return [
             e
@@ -412,34 +488,47 @@ class MongoConversationArchive(ArchiveCalendarReads, ArchiveNeighbourReads):
         keep = {"current": above("reset_at", snapshot), "reset": at_most("reset_at", snapshot)}.get(scope, _any)
         seq = {"$gt": after_seq, "$lte": snapshot}
         with mongo_errors():
-            docs = await in_seq_order(self._entries, _where(ref), seq, keep, limit, fields={"terms": 0})
+            docs = await in_seq_order(self._entries, _where(ref), seq, keep, limit, fields=WITHOUT_TERMS)
         return [entry_of_doc(d) for d in docs]
 
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]:
         """Every conversation's entry with this id (a fork copies ids): the caller prefers the live one."""
         thread_of = {"tenant": tenant, "thread": thread, "owner": owner}  # the id checked on what comes back
         with mongo_errors():
-            docs = await docs_where(self._entries, thread_of, ("entry_id",), lambda doc: doc["entry_id"] == entry_id)
-        return [entry_of_doc(d) for d in docs]
+            held = await self._entries.find(thread_of, {"ids": 1}).to_list()
+            groups = [doc["_id"] for doc in held if entry_id in doc.get("ids", ())]
+            docs = entries_of(await self._entries.find({"_id": {"$in": groups}}, WITHOUT_TERMS).to_list())
+        return [entry_of_doc(d) for d in docs if d["entry_id"] == entry_id]
 
     # --- erasure hooks (issue 7 plugs these into its cascade) ---------------------------------
 
     async def erase_subject(self, tenant: str, subject: str) -> int:
-        """Every archived entry and conversation of the subject; how many documents were deleted."""
+        """Every archived entry and conversation of the subject; how many entries and documents were
+        deleted. A shared conversation whose tail group was theirs forgets it (it named them)."""
+        mine = {"tenant": tenant, "subject": subject}
         with mongo_errors():
-            entries = await self._entries.delete_many({"tenant": tenant, "subject": subject})
-            metas = await self._conversations.delete_many({"tenant": tenant, "subject": subject})
-            # an older worker still running through an upgrade may write the raw copy again
-            legacy = await self._legacy.delete_many({"tenant": tenant, "subject": subject})
-        return int(entries.deleted_count + metas.deleted_count + legacy.deleted_count)
+            held = await self._entries.find(mine, {"ids": 1, "thread": 1, "owner": 1, "conversation": 1}).to_list()
+            await self._entries.delete_many(mine)
+            metas = await self._conversations.delete_many(mine)
+            shared = {
+                conversation_id(ConversationRef(tenant, doc["thread"], doc["owner"], doc["conversation"]))
+                for doc in held
+            }
+            if shared:
+                await self._conversations.update_many(
+                    {"_id": {"$in": sorted(shared)}, "tail.subject": subject}, {"$unset": {"tail": ""}}
+                )
+            # an older worker still running through an upgrade may write the raw copy, or entries one
+            # document each, again
+            legacy = await self._legacy.delete_many(mine)
+            ungrouped = await self._legacy_entries.delete_many(mine)
+        entries = sum(len(doc.get("ids", ())) for doc in held)
+        return int(entries + metas.deleted_count + legacy.deleted_count + ungrouped.deleted_count)
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
         with mongo_errors():
-            docs = (
-                await self._entries.find({"tenant": tenant, "subject": subject}, {"terms": 0})
-                .sort("seq", ASCENDING)
-                .to_list()
-            )
+            groups = await self._entries.find({"tenant": tenant, "subject": subject}, WITHOUT_TERMS).to_list()
+        docs = sorted(entries_of(groups), key=lambda doc: int(doc["seq"]))
         return [{**entry_of_doc(d).view(), "original": d.get("original")} for d in docs]
 
 
@@ -450,96 +539,3 @@ def _any(_: dict[str, Any]) -> bool:
 def _covered(exchange_id: Any, covers: set[str]) -> bool:
     """MongoDB's `{"exchange_id": {"$in": covers}}`."""
     return isinstance(exchange_id, str) and exchange_id in covers
-
-
-def _aware(moment: Any) -> dt.datetime:
-    """A stored date as an aware UTC datetime; a reservation without one has lapsed."""
-    if not isinstance(moment, dt.datetime):
-        return dt.datetime.min.replace(tzinfo=dt.UTC)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-
-
-class MongoIdempotency:
-    """Idempotency keys reserved before anything is produced: a unique `_id` insert decides, synchronously.
-
-    Args:
-        database: the namespace's database.
-        ttl_seconds: how long a key is remembered (MEMLOG_IDEMPOTENCY_TTL_SECONDS).
-        clock: the time reservations are dated and lapse by.
-    """
-
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], ttl_seconds: int, clock: Clock = utc_now) -> None:
-        self._keys = database["idempotency"]
-        self._ttl = ttl_seconds
-        self._clock = clock
-
-    async def prepare(self) -> None:
-        with mongo_errors():
-            await self._keys.create_index("expires", expireAfterSeconds=0, name="kept_until")
-            await self._keys.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
-
-    @staticmethod
-    def _id(tenant: str, thread: str, owner: str, key: str) -> str:
-        return f"{len(tenant)}:{KEY_SEPARATOR.join((tenant, thread, owner, key))}"
-
-    async def reserve(
-        self, tenant: str, thread: str, owner: str, key: str, subject: str | None, digest: str | None = None
-    ) -> dict[str, Any] | None:
-        """None when this call holds the key now; else what the key holds (pending, or the accepted answer).
-
-        A pending reservation lapses after PENDING_SECONDS: an attempt that died between reserving and
-        answering (its store went away before it could let go) must not block every retry for a day.
-        """
-        now = self._clock()
-        key_id = self._id(tenant, thread, owner, key)
-        doc = {
-            "_id": key_id,
-            "tenant": tenant,
-            "subject": subject,
-            "state": "pending",
-            "digest": digest,
-            "pending_until": now + dt.timedelta(seconds=PENDING_SECONDS),
-            "expires": now + dt.timedelta(seconds=self._ttl),
-        }
-        with mongo_errors():
-            try:
-                await self._keys.insert_one(doc)
-                return None
-            except DuplicateKeyError:
-                found = await self._keys.find_one({"_id": key_id})
-            if found is not None and found.get("state") == "pending" and _aware(found.get("pending_until")) < now:
-                taken = await self._keys.update_one(
-                    {"_id": key_id, "state": "pending", "pending_until": found.get("pending_until")},
-                    {"$set": {"pending_until": doc["pending_until"], "expires": doc["expires"], "digest": digest}},
-                )
-                if taken.modified_count == 1:
-                    return None  # the lapsed attempt's key is this call's now
-                found = await self._keys.find_one({"_id": key_id})
-        if found is None:  # expired and deleted between the two calls: take it again
-            return await self.reserve(tenant, thread, owner, key, subject, digest)
-        return found
-
-    async def complete(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
-        with mongo_errors():
-            await self._keys.update_one(
-                {"_id": self._id(tenant, thread, owner, key)}, {"$set": {"state": "done", "accepted": accepted}}
-            )
-
-    async def release(self, tenant: str, thread: str, owner: str, key: str) -> None:
-        with mongo_errors():
-            await self._keys.delete_one({"_id": self._id(tenant, thread, owner, key), "state": "pending"})
-
-    async def drop(self, tenant: str, thread: str, owner: str, key: str, accepted: dict[str, Any]) -> None:
-        held = {f"accepted.{name}": value for name, value in accepted.items()}
-        with mongo_errors():
-            await self._keys.delete_one({"_id": self._id(tenant, thread, owner, key), "state": "done", **held})
-
-    async def erase_subject(self, tenant: str, subject: str) -> int:
-        with mongo_errors():
-            result = await self._keys.delete_many({"tenant": tenant, "subject": subject})
-        return int(result.deleted_count)
-
-    async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]:
-        with mongo_errors():
-            docs = await self._keys.find({"tenant": tenant, "subject": subject}, {"_id": 0, "expires": 0}).to_list()
-        return docs

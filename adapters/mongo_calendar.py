@@ -1,12 +1,14 @@
 """The archive's reads by time (MongoDB): local days with entries, and entries of a time range.
 
 Kept apart from adapters/mongo_archives.py, whose MongoConversationArchive takes these methods in.
-Every read here is one range on the `by_time` index (tenant, thread, owner, occurred_at) and nothing
-else: SecantusDB's planner scans the whole collection when any other condition (a conversation, a
-seq or reset_at range) joins that range, a hint makes it slower still (600 ms and more for a dozen
-documents), and its `$bucket` took seconds for 5,000 entries. So the documents' times, offsets and
-conversations come back projected, and scope, snapshot, conversation and the days' buckets are
-decided here, in Python (projections.archives.in_scope, bisect over the days' bounds).
+Every read here is one range on the `by_time` index (tenant, thread, owner, at: the times of a group's
+entries, a multikey index) and nothing else: SecantusDB's planner scans the whole collection when any
+other condition (a conversation, a seq or reset_at range) joins that range, a hint makes it slower
+still (600 ms and more for a dozen documents), and its `$bucket` took seconds for 5,000 entries. So
+the groups come back (without their texts, originals and tokens), and each entry's time, scope, snapshot and
+conversation, and the days' buckets, are decided here, in Python (projections.archives.in_scope,
+bisect over the days' bounds). A group matches when any of its times is in the range; its other
+entries are dropped here.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 
+from adapters.mongo_entries import TIMES_ONLY, WITHOUT_TERMS, entries_of
 from adapters.mongo_store import mongo_errors
 from projections.archives import NEVER, ConversationRef, EntryScope, Scope
 
 BY_TIME = "by_time"
-_TIMES = {"_id": 0, "occurred_at": 1, "seq": 1, "reset_at": 1, "conversation": 1}
 
 
 def time_range(since: int | None, until: int | None) -> dict[str, int] | None:
@@ -51,13 +53,27 @@ class ArchiveCalendarReads:
     async def prepare_calendar(self) -> None:
         with mongo_errors():
             await self._entries.create_index(
-                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING), ("occurred_at", ASCENDING)],
+                [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING), ("at", ASCENDING)],
                 name=BY_TIME,
             )
 
-    def _timed(self, tenant: str, thread: str, owner: str, since: int, until: int) -> Any:
+    async def _timed(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        since: int | None,
+        until: int | None,
+        fields: dict[str, Any] = TIMES_ONLY,
+    ) -> list[dict[str, Any]]:
         """The one index range every read here is: a thread's entries that occurred in [since, until)."""
-        return {"tenant": tenant, "thread": thread, "owner": owner, "occurred_at": {"$gte": since, "$lt": until}}
+        timed = time_range(since, until)
+        query = {"tenant": tenant, "thread": thread, "owner": owner, **({"at": timed} if timed else {})}
+        with mongo_errors():
+            groups = await self._entries.find(query, fields).to_list()
+        low = -(2**63) if since is None else since
+        high = 2**63 if until is None else until
+        return [doc for doc in entries_of(groups) if low <= int(doc["occurred_at"]) < high]
 
     async def newest_time(
         self,
@@ -71,13 +87,13 @@ class ArchiveCalendarReads:
         since: int,
         until: int,
     ) -> int | None:
-        """Newest first along the index (MongoDB stops at the first entry in scope; SecantusDB sorts the range)."""
-        query = self._timed(tenant, thread, owner, since, until)
-        with mongo_errors():
-            async for doc in self._entries.find(query, _TIMES).sort("occurred_at", DESCENDING).batch_size(100):
-                if held(doc, conversation, scope, snapshot):
-                    return int(doc["occurred_at"])
-        return None
+        """The newest time of an entry in scope in the range."""
+        found = [
+            int(doc["occurred_at"])
+            for doc in await self._timed(tenant, thread, owner, since, until)
+            if held(doc, conversation, scope, snapshot)
+        ]
+        return max(found, default=None)
 
     async def count_between(
         self,
@@ -94,9 +110,7 @@ class ArchiveCalendarReads:
         if len(bounds) < 2:
             return []
         counts = [0] * (len(bounds) - 1)
-        with mongo_errors():
-            docs = await self._entries.find(self._timed(tenant, thread, owner, bounds[0], bounds[-1]), _TIMES).to_list()
-        for doc in docs:
+        for doc in await self._timed(tenant, thread, owner, bounds[0], bounds[-1]):
             if held(doc, conversation, scope, snapshot):
                 counts[bisect.bisect_right(bounds, int(doc["occurred_at"])) - 1] += 1
         return counts
@@ -113,9 +127,6 @@ class ArchiveCalendarReads:
     ) -> list[dict[str, Any]]:
         """ConversationArchive.entries with a time range (one local day, say), as documents: the range
         from the index, then the conversation, scope and page here."""
-        timed = time_range(since, until)
-        query = {"tenant": ref.tenant, "thread": ref.thread, "owner": ref.owner, "occurred_at": timed}
-        with mongo_errors():
-            docs = await self._entries.find(query, {"terms": 0}).to_list()
+        docs = await self._timed(ref.tenant, ref.thread, ref.owner, since, until, WITHOUT_TERMS)
         found = [d for d in docs if int(d["seq"]) > after_seq and held(d, ref.conversation, scope, snapshot)]
         return sorted(found, key=lambda d: int(d["seq"]))[:limit]

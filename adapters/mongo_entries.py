@@ -1,11 +1,37 @@
-"""An archived entry as a MongoDB document of `entries`, and back."""
+"""Archived entries in MongoDB: a group document per run of one exchange, and the entries back.
+
+`entry_groups` holds one document per group: the consecutive entries of one conversation that belong to
+one exchange (a question, its tool calls, its answer), with one asker and one agent; a fold's summary is
+a group of its own. A group is named by the store id (position) of its first entry, and grows where the
+conversation's last group is the exchange's (`Tail`, kept on the conversation): so the groups are the
+same however the log was cut into batches (live, redelivered or replayed), and within a conversation
+they are disjoint ranges of seq, in seq order by `first` as by `last`. No group spans a thread
+operation (fold, reset, rename, fork, purge): each one ends the conversation's tail.
+
+Per group: the conversation's fields, `subject`, `agent`, `first` and `last` seq, and the arrays the
+indexes read (`ids` the entry ids, `at` the times, `n` the places, `terms` the tokens of every entry);
+`m` maps `s<seq>` to each entry's fields but its text and original, `t` maps `s<seq>` to the texts and
+`o` to the originals (kept apart so a read can leave out megabytes of requests, or every text, with
+one projection).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from projections.archives import NEVER, ConversationRef, Entry
+from projections.archives import NEVER, ConversationRef, Entry, tokens
 from schemas.events import KEY_SEPARATOR
+
+GROUPS = "entry_groups"
+LEGACY_ENTRIES = "entries"  # before issue 16 (item 2): one document per entry
+WITHOUT_ORIGINALS = {"o": 0, "terms": 0}  # a group read for its entries' text and fields
+WITHOUT_TERMS = {"terms": 0}
+TIMES_ONLY = {"o": 0, "t": 0, "terms": 0}  # a group read for its entries' times, offsets and scope
+# a group grows no further past this estimate of its size: MongoDB keeps a document within 16 MiB, and
+# an entry alone (its text, original and tokens within the body limit) fits, as it did on its own
+GROUP_BYTES = 8 * 1024 * 1024
 
 
 def conversation_id(ref: ConversationRef) -> str:
@@ -17,27 +43,187 @@ def where(ref: ConversationRef) -> dict[str, Any]:
     return {"tenant": ref.tenant, "thread": ref.thread, "owner": ref.owner, "conversation": ref.conversation}
 
 
-def entry_doc(entry: Entry) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Tail:
+    """A conversation's last group: the next entry joins it when it is of the same exchange and asker."""
+
+    group: str
+    exchange: str | None
+    subject: str | None
+    agent: str | None
+    size: int = 0  # the estimate of the group's size
+
+    def takes(self, entry: Entry) -> bool:
+        return (
+            entry.exchange_id is not None
+            and (self.exchange, self.subject, self.agent) == (entry.exchange_id, entry.subject, entry.agent)
+            and self.size + size_of(entry) <= GROUP_BYTES
+        )
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "exchange": self.exchange,
+            "subject": self.subject,
+            "agent": self.agent,
+            "size": self.size,
+        }
+
+
+def size_of(entry: Entry) -> int:
+    """An upper bound of the bytes an entry adds to its group (four per character, as UTF-8 at most)."""
+    return 4 * (len(entry.text) + len(entry.original or "")) + sum(len(t) + 16 for t in entry.terms) + 512
+
+
+def tail_of(doc: Mapping[str, Any] | None) -> Tail | None:
+    held = doc.get("tail") if doc else None
+    if not isinstance(held, Mapping) or not isinstance(held.get("group"), str):
+        return None
+    size = held.get("size")
+    return Tail(
+        held["group"],
+        held.get("exchange"),
+        held.get("subject"),
+        held.get("agent"),
+        size if isinstance(size, int) and not isinstance(size, bool) else GROUP_BYTES,
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """Entries of one group written by one batch; `grows`: the group may exist already (the tail's)."""
+
+    group: str
+    grows: bool
+    entries: tuple[Entry, ...]
+
+
+def runs(
+    entries: Iterable[Entry], tails: Mapping[ConversationRef, Tail]
+) -> tuple[list[Run], dict[ConversationRef, Tail]]:
+    """The entries (log order, none stored yet) in their groups, and each conversation's tail after them."""
+    tail = dict(tails)
+    grouped: dict[str, list[Entry]] = {}
+    grows: set[str] = set()
+    for entry in entries:
+        held = tail.get(entry.ref)
+        if held is not None and held.takes(entry):
+            group, size = held.group, held.size + size_of(entry)
+            if group not in grouped:
+                grows.add(group)
+        else:
+            group, size = entry.store_id, size_of(entry)
+        grouped.setdefault(group, []).append(entry)
+        tail[entry.ref] = Tail(group, entry.exchange_id, entry.subject, entry.agent, size)
+    return [Run(group, group in grows, tuple(found)) for group, found in grouped.items()], tail
+
+
+def _key(seq: int) -> str:
+    return f"s{seq}"
+
+
+def _unique(values: Iterable[Any]) -> list[Any]:
+    return list(dict.fromkeys(values))  # in first-seen order: $addToSet appends in the same order
+
+
+def _message(entry: Entry) -> dict[str, Any]:
     return {
-        "_id": entry.store_id,
-        **where(entry.ref),
+        "id": entry.store_id,
         "entry_id": entry.entry_id,
         "seq": entry.seq,
         "exchange_id": entry.exchange_id,
         "role": entry.role,
         "occurred_at": entry.occurred_at,
-        "text": entry.text,
-        "original": entry.original,
-        "subject": entry.subject,
-        "agent": entry.agent,
         "enters_prompt": entry.enters_prompt,
         "compacted_at": entry.compacted_at,
         "reset_at": entry.reset_at,
         "archives": list(entry.archives),
         "forked_from": entry.forked_from,
-        "terms": list(entry.terms),
         **({} if entry.n is None else {"n": entry.n}),
     }
+
+
+def once(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries without a repeated entry id (the first kept, as the entry identity index keeps it)."""
+    seen: set[str] = set()
+    kept = []
+    for entry in entries:
+        if entry.entry_id not in seen:
+            seen.add(entry.entry_id)
+            kept.append(entry)
+    return kept
+
+
+def _arrays(entries: Sequence[Entry]) -> dict[str, list[Any]]:
+    return {
+        "ids": _unique(e.entry_id for e in entries),
+        "at": _unique(e.occurred_at for e in entries),
+        "n": _unique(e.n for e in entries if e.n is not None),
+        "terms": _unique(term for e in entries for term in e.terms),
+    }
+
+
+def _owners(entry: Entry) -> dict[str, Any]:
+    return {**where(entry.ref), "subject": entry.subject, "agent": entry.agent}
+
+
+def group_doc(group: str, entries: Sequence[Entry]) -> dict[str, Any]:
+    """A new group's document."""
+    kept = once(entries)
+    originals = {_key(e.seq): e.original for e in kept if e.original is not None}
+    return {
+        "_id": group,
+        **_owners(kept[0]),
+        "first": min(e.seq for e in kept),
+        "last": max(e.seq for e in kept),
+        **_arrays(kept),
+        "m": {_key(e.seq): _message(e) for e in kept},
+        "t": {_key(e.seq): e.text for e in kept},
+        **({"o": originals} if originals else {}),
+    }
+
+
+def group_update(entries: Sequence[Entry]) -> dict[str, Any]:
+    """The update adding entries to a group (creating it when missing): idempotent, each entry by its seq."""
+    kept = once(entries)
+    assigned: dict[str, Any] = {f"m.{_key(e.seq)}": _message(e) for e in kept}
+    assigned |= {f"t.{_key(e.seq)}": e.text for e in kept}
+    assigned |= {f"o.{_key(e.seq)}": e.original for e in kept if e.original is not None}
+    return {
+        "$set": assigned,
+        "$min": {"first": min(e.seq for e in kept)},
+        "$max": {"last": max(e.seq for e in kept)},
+        "$addToSet": {name: {"$each": values} for name, values in _arrays(kept).items()},
+        "$setOnInsert": _owners(kept[0]),
+    }
+
+
+def entry_docs(group: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A group's entries in seq order, each as the document `entry_of_doc` reads (and the scans check):
+    the group's fields, the entry's own, `_id` its store id, its `text` ("" when the group was read
+    without its texts) and `original` when the group was read with them."""
+    base = {name: group.get(name) for name in ("tenant", "thread", "owner", "conversation", "subject", "agent")}
+    originals = group.get("o") or {}
+    texts = group.get("t") or {}
+    found = []
+    for key, message in (group.get("m") or {}).items():
+        doc = {**base, **message, "_id": message.get("id"), "group": group.get("_id"), "text": texts.get(key, "")}
+        if key in originals:
+            doc["original"] = originals[key]
+        found.append(doc)
+    return sorted(found, key=lambda doc: int(doc["seq"]))
+
+
+def entries_of(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [doc for group in groups for doc in entry_docs(group)]
+
+
+def sharing(docs: Iterable[dict[str, Any]], terms: Sequence[str]) -> list[dict[str, Any]]:
+    """The entries (of groups found by their terms) that share a term themselves: all when no terms."""
+    if not terms:
+        return list(docs)
+    wanted = set(terms)
+    return [doc for doc in docs if not wanted.isdisjoint(tokens(str(doc.get("text", ""))))]
 
 
 def entry_of_doc(doc: dict[str, Any]) -> Entry:

@@ -1,11 +1,11 @@
 """The archive's neighbour reads (MongoDB): by place when the places hold, else one range read.
 
 Kept apart from adapters/mongo_archives.py, whose MongoConversationArchive takes these methods in. The
-places (`n`, projections/places.py) sit on the `by_place` index (tenant, thread, owner, conversation, n):
-the places wanted that the caller does not already hold come back in one `$in` read, usually a handful
-of documents. When places cannot be trusted the neighbours come from one range of the conversation on
-`by_conversation`, bounded by the entries the caller holds, plus a read of `radius` entries past either
-end only when the caller holds too few there.
+places (`n`, projections/places.py) sit on the `by_place` index (tenant, thread, owner, conversation, n,
+the places of a group's entries): the groups holding the places wanted that the caller does not already
+hold come back in one `$in` read, usually one or two groups. When places cannot be trusted the
+neighbours come from one range of the conversation on `by_conversation`, bounded by the entries the
+caller holds, plus a read of `radius` entries past either end only when the caller holds too few there.
 """
 
 from __future__ import annotations
@@ -13,16 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 
-from adapters.mongo_entries import conversation_id, entry_of_doc, where
+from adapters.mongo_entries import WITHOUT_ORIGINALS, conversation_id, entries_of, entry_of_doc, where
+from adapters.mongo_scans import every, in_seq_order
 from adapters.mongo_store import mongo_errors
 from projections.archives import ConversationRef, Entry, neighbours_of
 from projections.places import around, wanted
 
 BY_PLACE = "by_place"
-NEIGHBOUR_FIELDS = {"terms": 0, "original": 0}  # a neighbour is shown, never its request
+NEIGHBOUR_FIELDS = WITHOUT_ORIGINALS  # a neighbour is shown, never its request
 
 
 class ArchiveNeighbourReads:
@@ -67,7 +68,8 @@ class ArchiveNeighbourReads:
         found: list[dict[str, Any]] = []
         if missing:
             with mongo_errors():
-                found = await self._entries.find({**where(ref), "n": {"$in": missing}}, NEIGHBOUR_FIELDS).to_list()
+                groups = await self._entries.find({**where(ref), "n": {"$in": missing}}, NEIGHBOUR_FIELDS).to_list()
+            found = [doc for doc in entries_of(groups) if doc.get("n") in places - {e.n for e in held}]
         entries = [*held, *(entry_of_doc(d) for d in found)]
         placed = around(hits, radius, snapshot, entries)
         if placed is None:  # perhaps only the conversation's end: its count of places tells
@@ -90,20 +92,16 @@ class ArchiveNeighbourReads:
         before: list[dict[str, Any]] = []
         after: list[dict[str, Any]] = []
         with mongo_errors():
-            span = await self._entries.find({**at, "seq": {"$gte": start, "$lte": stop}}, NEIGHBOUR_FIELDS).to_list()
+            span = await in_seq_order(
+                self._entries, at, {"$gte": start, "$lte": stop}, every, None, fields=NEIGHBOUR_FIELDS
+            )
             if start == low:
-                before = (
-                    await self._entries.find({**at, "seq": {"$lt": low}}, NEIGHBOUR_FIELDS)
-                    .sort("seq", DESCENDING)
-                    .limit(radius)
-                    .to_list()
+                before = await in_seq_order(
+                    self._entries, at, {"$lt": low}, every, radius, descending=True, fields=NEIGHBOUR_FIELDS
                 )
             if stop == high:
-                after = (
-                    await self._entries.find({**at, "seq": {"$gt": high, "$lte": snapshot}}, NEIGHBOUR_FIELDS)
-                    .sort("seq", ASCENDING)
-                    .limit(radius)
-                    .to_list()
+                after = await in_seq_order(
+                    self._entries, at, {"$gt": high, "$lte": snapshot}, every, radius, fields=NEIGHBOUR_FIELDS
                 )
         ordered = sorted((entry_of_doc(d) for d in [*before, *span, *after]), key=lambda e: e.seq)
         return neighbours_of(ordered, seqs, radius)

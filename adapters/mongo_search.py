@@ -1,8 +1,9 @@
 """Search across threads over the archived entries in MongoDB (any server speaking its wire protocol).
 
-The entries are adapters/mongo_archives.py's `entries` collection; this store adds the multikey index
-a search across threads narrows its candidates with, on the token index `terms` behind equality on who
-may see the entry: `by_agent_term` (tenant, agent, terms). An operator's search (operator-only, rare)
+The entries are in adapters/mongo_archives.py's `entry_groups` collection (adapters/mongo_entries.py);
+this store adds the multikey index a search across threads narrows its candidates with, on the token
+index `terms` (of every entry of a group) behind equality on who may see the entries: `by_agent_term`
+(tenant, agent, terms). An operator's search (operator-only, rare)
 gives MongoDB bounds on its tenant and terms; SecantusDB's planner scans the collection for it.
 The pure matcher decides (projections/search.py).
 """
@@ -14,19 +15,19 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters.mongo_entries import entry_of_doc
+from adapters.mongo_entries import GROUPS, WITHOUT_ORIGINALS, entries_of, entry_of_doc, sharing
 from adapters.mongo_store import mongo_errors
 from projections.archives import Entry
 
 # what a candidate needs: neither the token index nor the original (an original can be megabytes)
-CANDIDATE_FIELDS = {"terms": 0, "original": 0}
+CANDIDATE_FIELDS = WITHOUT_ORIGINALS
 
 
 class MongoArchiveSearch:
     """See projections/ports.py ArchiveSearch for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
-        self._entries = database["entries"]
+        self._entries = database[GROUPS]
 
     async def prepare(self) -> None:
         with mongo_errors():
@@ -37,10 +38,6 @@ class MongoArchiveSearch:
             await self._entries.create_index(
                 [("tenant", ASCENDING), ("agent", ASCENDING), ("terms", ASCENDING)], name="by_agent_term"
             )
-            existing = {index["name"] for index in await (await self._entries.list_indexes()).to_list()}
-            for old in ("by_tenant_term",) if existing else ():
-                if old in existing:
-                    await self._entries.drop_index(old)  # an operator's search uses by_agent_term's prefix
 
     @staticmethod
     def across_query(tenant: str, terms: list[str], *, agent: str | None) -> dict[str, Any]:
@@ -55,5 +52,5 @@ class MongoArchiveSearch:
 
     async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
         with mongo_errors():
-            docs = await self._entries.find(self.across_query(tenant, terms, agent=agent), CANDIDATE_FIELDS).to_list()
-        return [entry_of_doc(d) for d in docs]
+            groups = await self._entries.find(self.across_query(tenant, terms, agent=agent), CANDIDATE_FIELDS).to_list()
+        return [entry_of_doc(d) for d in sharing(entries_of(groups), terms)]

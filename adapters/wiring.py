@@ -16,7 +16,8 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters.mongo_archives import MongoConversationArchive, MongoIdempotency
+from adapters.mongo_archives import MongoConversationArchive
+from adapters.mongo_idempotency import MongoIdempotency
 from adapters.mongo_privacy import (
     MongoExports,
     MongoKeyVault,

@@ -19,6 +19,7 @@ from typing import Any
 
 from pymongo.errors import PyMongoError
 
+from adapters.mongo_entries import GROUPS, WITHOUT_TERMS
 from adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
 from bench.projection import interleaved, on_local_stack, quantiles
 from config.settings import Settings
@@ -104,7 +105,7 @@ async def main(settings: Settings) -> None:
         store = services.conversations
         await services.current.prepare()  # the archive's indexes and the search across threads'
         started = time.perf_counter()
-        loaded = await services.database["entries"].estimated_document_count() if kept else 0
+        loaded = await services.database[GROUPS].estimated_document_count() if kept else 0
         for start in range(0, ENTRIES if loaded < ENTRIES else 0, BULK):
             await store.insert_entries([entry(rng, n) for n in range(start, min(start + BULK, ENTRIES))])
             if start % 100_000 == 0:
@@ -115,7 +116,7 @@ async def main(settings: Settings) -> None:
         conversations = Conversations(store, None, "bench")
         owners = [f"player-{rng.randrange(THREADS):05d}" for _ in range(QUERIES + 1)]
         queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(QUERIES + 1)]
-        raw_entries = services.database["entries"]
+        raw_entries = services.database[GROUPS]
 
         async def search(i: int) -> Any:
             return await conversations.search("bench", "session", owners[i], queries[i], scope="history", limit=20)
@@ -130,7 +131,7 @@ async def main(settings: Settings) -> None:
             filter_ = store.candidate_query(
                 "bench", "session", owners[i], sorted(set(tokens(queries[i]))), conversation=None
             )
-            return await raw_entries.find(filter_, {"terms": 0}).to_list()
+            return await raw_entries.find(filter_, WITHOUT_TERMS).to_list()
 
         raw_ms, search_ms, bare_ms = await interleaved([raw, search, bare], QUERIES)
         example = store.candidate_query(
@@ -149,7 +150,7 @@ async def main(settings: Settings) -> None:
 async def across(services: Any, queries: list[str], rng: random.Random) -> None:
     """An agent's search across its threads (history, 20 results, one neighbour), next to its raw query."""
     agents = [f"agent-{rng.randrange(AGENTS):03d}" for _ in queries]
-    entries = services.database["entries"]
+    entries = services.database[GROUPS]
 
     async def search(i: int) -> Any:
         return await services.cross_search.agent("bench", agents[i], queries[i], limit=20)
@@ -164,7 +165,7 @@ async def across(services: Any, queries: list[str], rng: random.Random) -> None:
     raw_p50, raw_p99 = quantiles(raw_ms)
     p50, p99 = quantiles(search_ms)
     print(f"\nacross an agent's threads ({AGENTS:,} agents, 100 threads each; {candidates:,} candidates for the first)")
-    print(f"raw query: entries.find({example}, {CANDIDATE_FIELDS})")
+    print(f"raw query: {GROUPS}.find({example}, {CANDIDATE_FIELDS})")
     print(f"  {'raw MongoDB candidate query':40} p50 {raw_p50:8.2f} ms   p99 {raw_p99:8.2f} ms")
     print(f"  {'memlog agent search (across threads)':40} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms")
     print(f"  ratio, search / raw: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
@@ -178,7 +179,7 @@ def report(
     bare_p50, bare_p99 = quantiles(bare_ms)
     loading = f", loaded in {load_s:.0f} s ({ENTRIES / load_s:,.0f} entries/s, bulk of {BULK:,})" if load_s else ""
     print(f"\n{ENTRIES:,} archived entries across {THREADS:,} threads{loading}")
-    print(f"raw query: entries.find({example}) plus the snapshot read of the thread's conversations")
+    print(f"raw query: {GROUPS}.find({example}) plus the snapshot read of the thread's conversations")
     print(f"  {'raw MongoDB candidate query':40} p50 {raw_p50:8.2f} ms   p99 {raw_p99:8.2f} ms")
     print(f"  {'memlog search (query, match, rank, neighbours)':40} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms")
     print(f"  ratio, search / raw: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")

@@ -26,6 +26,7 @@ import httpx
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from adapters.mongo_entries import GROUPS
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.localstack import LocalStack
@@ -220,9 +221,9 @@ async def read_floors(settings: Settings) -> None:
             url = "/v1/tenants/bench/subjects/player-007/context"
             http_read = await latencies(lambda: http.get(url))
         mongo = mongo_client(settings.mongo)
-        collection = mongo[settings.mongo_db_name]["entries"]
+        collection = mongo[settings.mongo_db_name][GROUPS]
         query = {"tenant": "bench", "thread": "session", "owner": "player-007", "conversation": "main"}
-        raw_find = await latencies(lambda: collection.find(query).sort("seq", 1).to_list(), 200)
+        raw_find = await latencies(lambda: collection.find(query).sort("last", 1).to_list(), 200)
         ref = ConversationRef("bench", "session", "player-007")
         read = services.conversations.entries
         archive_read = await latencies(lambda: read(ref, scope="history", snapshot=2**61), 200)

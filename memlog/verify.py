@@ -13,11 +13,12 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 
 from adapters import connections
+from adapters.mongo_entries import GROUPS
 from adapters.mongo_store import mongo_errors
 from adapters.redis_store import redis_errors
 from config.settings import Settings
 
-COLLECTIONS = ("archive", "entries", "conversations", "facts", "traces", "applied")
+COLLECTIONS = ("archive", GROUPS, "conversations", "facts", "traces", "applied")
 MAX_SHOWN = 200
 
 
@@ -64,12 +65,14 @@ async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
 async def _mongo_docs(mongo: AsyncMongoClient[dict[str, Any]], database: str, collection: str) -> dict[str, Any]:
     with mongo_errors():
         docs = await mongo[database][collection].find({}).to_list()
-    if collection in ("entries", "conversations"):
+    if collection in (GROUPS, "conversations"):
         for doc in docs:
             # an entry's place in its conversation (projections/places.py) and the conversation's count
             # of places: a read hint. An erasure leaves holes in them that a replay does not rebuild,
             # and a hole only sends a neighbour read to the range read.
             doc.pop("n", None)
+            for message in (doc.get("m") or {}).values():
+                message.pop("n", None)
     # the privacy agent's offsets belong to the live worker: a replay rebuilds projections, not requests
     return {str(doc["_id"]): doc for doc in docs if not str(doc["_id"]).startswith("privacy:")}
 

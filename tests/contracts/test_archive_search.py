@@ -9,6 +9,7 @@ import pytest
 
 from adapters.in_memory import InMemoryConversationArchive
 from adapters.mongo_archives import MongoConversationArchive
+from adapters.mongo_entries import GROUPS
 from adapters.mongo_search import MongoArchiveSearch
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
@@ -120,13 +121,13 @@ async def test_the_search_indexes_exist_and_the_query_uses_one(settings: Setting
         await archive.prepare()
         await search.prepare()
         await _load(archive)
-        names = {index["name"] for index in await (await database["entries"].list_indexes()).to_list()}
+        names = {index["name"] for index in await (await database[GROUPS].list_indexes()).to_list()}
         assert "by_agent_term" in names and "by_tenant_term" not in names
         # an agent's search, the backends' route, reads the index; an operator's (rare) reads its
         # tenant prefix on MongoDB (bounds on tenant and terms), and SecantusDB scans the collection
         for agent, index in (("smith", "by_agent_term"),):
             query = search.across_query("castle", ["chest", "red"], agent=agent)
-            plan = await database.command("explain", {"find": "entries", "filter": query})
+            plan = await database.command("explain", {"find": GROUPS, "filter": query})
             assert "COLLSCAN" not in str(plan) and f"'indexName': '{index}'" in str(plan), plan
     finally:
         await client.drop_database(settings.mongo_db_name)

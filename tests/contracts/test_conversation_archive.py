@@ -12,6 +12,7 @@ import pytest
 
 from adapters.in_memory import InMemoryConversationArchive
 from adapters.mongo_archives import MongoConversationArchive
+from adapters.mongo_entries import GROUPS
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.archives import NEVER, ConversationRef, plan_archive
@@ -353,7 +354,10 @@ async def test_a_hole_in_the_places_never_shows_the_wrong_neighbour(settings: Se
             await _apply(store, log.exchange(n, f"q {n}", f"a {n}"))
         every = await store.entries(MAIN, scope="history", snapshot=1_000)
         assert [e.n for e in every] == list(range(12))
-        await client[settings.mongo_db_name]["entries"].delete_one({"_id": every[5].store_id})
+        gone = every[5]  # taken out of its group, as an erasure of its asker's group would
+        await client[settings.mongo_db_name][GROUPS].update_many(
+            {}, {"$unset": {f"m.s{gone.seq}": ""}, "$pull": {"ids": gone.entry_id, "n": gone.n}}
+        )
         rest = [e for e in every if e.seq != every[5].seq]
         near = await store.neighbours(MAIN, [every[4].seq, every[6].seq], 1, 1_000, rest)
         assert [e.seq for e in near[every[4].seq]] == [every[3].seq, every[6].seq]
@@ -380,7 +384,9 @@ async def test_entries_archived_before_places_stay_neighbours_of_later_ones(sett
         log = Log()
         for n in range(3):
             await _apply(store, log.exchange(n, f"q {n}", f"a {n}"))
-        await database["entries"].update_many({}, {"$unset": {"n": ""}})
+        async for group in database[GROUPS].find({}, {"m": 1}):
+            unset = {f"m.{key}.n": "" for key in group["m"]}
+            await database[GROUPS].update_one({"_id": group["_id"]}, {"$unset": unset, "$set": {"n": []}})
         await database["conversations"].update_many({}, {"$unset": {"n": ""}})
         await _apply(store, log.exchange(3, "q 3", "a 3"))
         await _apply(store, log.add(ThreadRenamed(_env(), "main", "older")))

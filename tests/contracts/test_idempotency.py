@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.in_memory import InMemoryIdempotency
-from adapters.mongo_archives import MongoIdempotency
+from adapters.mongo_idempotency import MongoIdempotency
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.ports import PENDING_SECONDS, Idempotency

@@ -25,6 +25,7 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from adapters.mongo_entries import GROUPS, entry_docs
 from adapters.mongo_store import MongoCheckpoints, mongo_client
 from config.settings import Settings
 from memlog.localstack import LocalStack
@@ -241,8 +242,9 @@ async def assert_archive_holds_every_exchange(settings: Settings, deadline: floa
             assert time.monotonic() < deadline, f"the archive stopped at {applied}, the log ends at {ends}"
             await asyncio.sleep(0.5)
         per_exchange: Counter[str] = Counter()
-        async for doc in database["entries"].find({"tenant": TENANT}, {"exchange_id": 1}):
-            per_exchange[doc["exchange_id"]] += 1
+        async for group in database[GROUPS].find({"tenant": TENANT}, {"m": 1}):
+            for doc in entry_docs(group):
+                per_exchange[doc["exchange_id"]] += 1
         assert len(per_exchange) == SUBJECTS * PER_SUBJECT
         # question, tool call, answer: entries are keyed by what they are, so a retried produce the broker
         # had in fact taken adds none; never fewer

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from adapters.mongo_entries import GROUPS, entry_docs
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, start_api, start_worker
@@ -114,8 +115,9 @@ async def archived(settings: Settings) -> Counter[str]:
     client = mongo_client(settings.mongo)
     try:
         per_exchange: Counter[str] = Counter()
-        async for doc in client[settings.mongo_db_name]["entries"].find({"tenant": TENANT}, {"exchange_id": 1}):
-            per_exchange[doc["exchange_id"]] += 1
+        async for group in client[settings.mongo_db_name][GROUPS].find({"tenant": TENANT}, {"m": 1}):
+            for doc in entry_docs(group):
+                per_exchange[doc["exchange_id"]] += 1
         return per_exchange
     finally:
         await client.close()

@@ -1,0 +1,84 @@
+"""The archive's groups (adapters/mongo_entries.py) are the same however the log is cut into batches:
+each batch continues the conversations' tails that the batch before left, and an exchange's entries
+land in one group until another exchange, an operation or the size bound ends it."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.mongo_entries import GROUP_BYTES, Tail, entry_docs, group_doc, group_update, runs, size_of
+from projections.archives import ConversationRef, Entry, index_terms
+
+CONVERSATIONS = [ConversationRef("castle", "session", owner, "main") for owner in ("ann", "bob")]
+
+
+def _entry(seq: int, conversation: int, exchange: int, role: str, text: str = "a chest") -> Entry:
+    return Entry(
+        ref=CONVERSATIONS[conversation],
+        entry_id=f"x{exchange}.{role[0]}{seq}",
+        store_id=f"threads:0:{seq}",
+        seq=seq,
+        exchange_id=f"x{exchange}",
+        role=role,
+        occurred_at=1_000 + seq,
+        text=text,
+        original=None,
+        subject=CONVERSATIONS[conversation].owner,
+        terms=index_terms(text),
+    )
+
+
+logs = st.lists(
+    st.tuples(st.integers(0, 1), st.integers(0, 3), st.sampled_from(["question", "tool", "answer"])),
+    min_size=1,
+    max_size=40,
+).map(lambda picks: [_entry(seq, c, x, role) for seq, (c, x, role) in enumerate(picks)])
+
+
+def _membership(batches: list[list[Entry]]) -> dict[str, list[int]]:
+    tails: dict[ConversationRef, Tail] = {}
+    groups: dict[str, list[int]] = {}
+    for batch in batches:
+        found, tails = runs(batch, tails)
+        for run in found:
+            assert run.grows == (run.group in groups)
+            groups.setdefault(run.group, []).extend(e.seq for e in run.entries)
+    return groups
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs, st.lists(st.integers(1, 40), max_size=10))
+def test_groups_do_not_depend_on_the_batches(log: list[Entry], cuts: list[int]) -> None:
+    bounds = sorted({0, len(log), *(c for c in cuts if c < len(log))})
+    batches = [log[a:b] for a, b in pairwise(bounds)]
+    whole = _membership([log])
+    assert _membership(batches) == whole
+    for group, seqs in whole.items():
+        members = [log[s] for s in seqs]
+        assert group == members[0].store_id  # named by its first entry
+        assert len({(e.ref, e.exchange_id) for e in members}) == 1
+    # within a conversation, groups are disjoint ranges of seq
+    for ref in CONVERSATIONS:
+        spans = sorted((min(s), max(s)) for s in whole.values() if log[s[0]].ref == ref)
+        assert all(a[1] < b[0] for a, b in pairwise(spans))
+
+
+def test_a_group_ends_at_its_size_bound() -> None:
+    big = "w " * (GROUP_BYTES // 12)
+    entries = [_entry(seq, 0, 0, "tool", big) for seq in range(3)]
+    assert size_of(entries[0]) * 2 > GROUP_BYTES >= size_of(entries[0])
+    found, _ = runs(entries, {})
+    assert [len(run.entries) for run in found] == [1, 1, 1]
+    assert [run.group for run in found] == [e.store_id for e in entries]
+
+
+def test_a_new_group_and_its_update_hold_the_same_entries() -> None:
+    entries = [_entry(seq, 0, 0, role) for seq, role in enumerate(["question", "tool", "answer"])]
+    inserted = group_doc("g", entries)
+    update = group_update(entries)
+    assert set(update["$set"]) == {f"{part}.{key}" for part in ("m", "t") for key in inserted["m"]}
+    assert [d["entry_id"] for d in entry_docs(inserted)] == [e.entry_id for e in entries]
+    assert inserted["ids"] == update["$addToSet"]["ids"]["$each"]
