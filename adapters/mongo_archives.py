@@ -25,6 +25,7 @@ from adapters.mongo_entries import (
     GROUPS,
     LEGACY_ENTRIES,
     WITHOUT_TERMS,
+    WITHOUT_TEXTS,
     conversation_id,
     entries_of,
     entry_of_doc,
@@ -260,7 +261,9 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
         )
 
     async def _entries_below(self, ref: ConversationRef, before: int) -> list[dict[str, Any]]:
-        return await in_seq_order(self._entries, _where(ref), {"$lt": before}, every, None, fields=WITHOUT_TERMS)
+        """The conversation's entries before `before`, without their texts and originals: a fold or a
+        reset reads their scope and exchange only."""
+        return await in_seq_order(self._entries, _where(ref), {"$lt": before}, every, None, fields=WITHOUT_TEXTS)
 
     async def _set_in_entries(
         self, ref: ConversationRef, docs: list[dict[str, Any]], changes: dict[str, dict[str, Any]]

@@ -20,7 +20,7 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 
-from adapters.mongo_entries import TIMES_ONLY, WITHOUT_TERMS, entries_of
+from adapters.mongo_entries import WITHOUT_TERMS, WITHOUT_TEXTS, entries_of
 from adapters.mongo_store import mongo_errors
 from projections.archives import NEVER, ConversationRef, EntryScope, Scope
 
@@ -64,7 +64,7 @@ class ArchiveCalendarReads:
         owner: str,
         since: int | None,
         until: int | None,
-        fields: dict[str, Any] = TIMES_ONLY,
+        fields: dict[str, Any] = WITHOUT_TEXTS,
     ) -> list[dict[str, Any]]:
         """The one index range every read here is: a thread's entries that occurred in [since, until)."""
         timed = time_range(since, until)

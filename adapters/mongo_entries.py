@@ -28,10 +28,11 @@ GROUPS = "entry_groups"
 LEGACY_ENTRIES = "entries"  # before issue 16 (item 2): one document per entry
 WITHOUT_ORIGINALS = {"o": 0, "terms": 0}  # a group read for its entries' text and fields
 WITHOUT_TERMS = {"terms": 0}
-TIMES_ONLY = {"o": 0, "t": 0, "terms": 0}  # a group read for its entries' times, offsets and scope
+WITHOUT_TEXTS = {"o": 0, "t": 0, "terms": 0}  # a group read for its entries' fields alone: times, offsets, scope
 # a group grows no further past this estimate of its size: MongoDB keeps a document within 16 MiB, and
 # an entry alone (its text, original and tokens within the body limit) fits, as it did on its own
 GROUP_BYTES = 8 * 1024 * 1024
+GROUP_ENTRIES = 1000  # nor past this many entries: room for what folds add to each entry later (`archives`)
 
 
 def conversation_id(ref: ConversationRef) -> str:
@@ -52,12 +53,14 @@ class Tail:
     subject: str | None
     agent: str | None
     size: int = 0  # the estimate of the group's size
+    entries: int = 0
 
     def takes(self, entry: Entry) -> bool:
         return (
             entry.exchange_id is not None
             and (self.exchange, self.subject, self.agent) == (entry.exchange_id, entry.subject, entry.agent)
             and self.size + size_of(entry) <= GROUP_BYTES
+            and self.entries < GROUP_ENTRIES
         )
 
     def doc(self) -> dict[str, Any]:
@@ -67,25 +70,38 @@ class Tail:
             "subject": self.subject,
             "agent": self.agent,
             "size": self.size,
+            "entries": self.entries,
         }
 
 
 def size_of(entry: Entry) -> int:
-    """An upper bound of the bytes an entry adds to its group (four per character, as UTF-8 at most)."""
-    return 4 * (len(entry.text) + len(entry.original or "")) + sum(len(t) + 16 for t in entry.terms) + 512
+    """An upper bound of the bytes an entry adds to its group: four per character (UTF-8 at most) of
+    each string it stores (its entry id twice: in its fields and in `ids`), its tokens, and 1 KiB for
+    field names, numbers and its place in `at` and `n`."""
+    strings = (
+        len(entry.text)
+        + len(entry.original or "")
+        + 2 * len(entry.entry_id)
+        + len(entry.exchange_id or "")
+        + len(entry.store_id)
+        + len(entry.forked_from or "")
+        + sum(len(t) for t in entry.terms)
+    )
+    return 4 * strings + 16 * len(entry.terms) + 1024
 
 
 def tail_of(doc: Mapping[str, Any] | None) -> Tail | None:
     held = doc.get("tail") if doc else None
     if not isinstance(held, Mapping) or not isinstance(held.get("group"), str):
         return None
-    size = held.get("size")
+    size, count = held.get("size"), held.get("entries")
     return Tail(
         held["group"],
         held.get("exchange"),
         held.get("subject"),
         held.get("agent"),
         size if isinstance(size, int) and not isinstance(size, bool) else GROUP_BYTES,
+        count if isinstance(count, int) and not isinstance(count, bool) else GROUP_ENTRIES,
     )
 
 
@@ -108,13 +124,13 @@ def runs(
     for entry in entries:
         held = tail.get(entry.ref)
         if held is not None and held.takes(entry):
-            group, size = held.group, held.size + size_of(entry)
+            group, size, count = held.group, held.size + size_of(entry), held.entries + 1
             if group not in grouped:
                 grows.add(group)
         else:
-            group, size = entry.store_id, size_of(entry)
+            group, size, count = entry.store_id, size_of(entry), 1
         grouped.setdefault(group, []).append(entry)
-        tail[entry.ref] = Tail(group, entry.exchange_id, entry.subject, entry.agent, size)
+        tail[entry.ref] = Tail(group, entry.exchange_id, entry.subject, entry.agent, size, count)
     return [Run(group, group in grows, tuple(found)) for group, found in grouped.items()], tail
 
 

@@ -45,24 +45,25 @@ class ArchiveGroupWrites:
 
     async def _write_groups(self, grouped: Sequence[Run]) -> None:
         """New groups inserted in one bulk; a group that grows, or that a redelivery finds written,
-        updated in place (each entry by its seq: the same entries write the same fields). An entry
-        whose id its conversation holds in another group is dropped, as a repeated append is."""
-        growing = [run for run in grouped if run.grows]
-        if growing:  # an entry id the growing group holds already is an append repeated: dropped
-            held = {
-                doc["_id"]: set(doc.get("ids", ()))
-                for doc in await self._entries.find(
-                    {"_id": {"$in": [run.group for run in growing]}}, {"ids": 1}
-                ).to_list()
-            }
-            growing = [replace(run, entries=_new_ids(run, held.get(run.group, set()))) for run in growing]
+        updated in place with the entries it does not hold yet (an entry it holds keeps what it became
+        since: folded, reset, moved by a rename). An entry whose id its conversation holds in another
+        group is dropped, as a repeated append is."""
         fresh = [run for run in grouped if not run.grows]
-        again: list[Run] = [run for run in growing if run.entries]
+        again = [run for run in grouped if run.grows]
         if fresh:
             try:
                 await self._entries.insert_many([group_doc(run.group, run.entries) for run in fresh], ordered=False)
             except BulkWriteError as exc:
-                again += [fresh[index] for index in sorted(duplicates(exc))]
+                again += [fresh[index] for index in sorted(duplicates(exc))]  # written before: a redelivery
+        if again:  # an entry id the group holds already is stored (or an append repeated): left as it is
+            held = {
+                doc["_id"]: set(doc.get("ids", ()))
+                for doc in await self._entries.find(
+                    {"_id": {"$in": [run.group for run in again]}}, {"ids": 1}
+                ).to_list()
+            }
+            again = [replace(run, entries=_new_ids(run, held.get(run.group, set()))) for run in again]
+            again = [run for run in again if run.entries]
         for attempt in range(2):
             if not again:
                 return

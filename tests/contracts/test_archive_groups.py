@@ -17,7 +17,15 @@ from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.archives import NEVER, ConversationRef, plan_archive
 from projections.position import Position
-from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ToolCalled
+from schemas.events import (
+    AnswerGiven,
+    Envelope,
+    QuestionAsked,
+    ThreadEvent,
+    ThreadFolded,
+    ThreadRenamed,
+    ToolCalled,
+)
 from tests.contracts.test_conversation_archive import MAIN, Log, _env
 
 Batch = list[tuple[ThreadEvent, Position]]
@@ -190,3 +198,26 @@ async def test_erasing_an_asker_of_a_shared_thread_leaves_no_tail_naming_them(
     await store.apply(plan_archive(log.add(AnswerGiven(public("ann"), "x1", "by the gate"))))
     found = await store.entries(shared, scope="history", snapshot=NEVER - 1)
     assert [(e.entry_id, e.subject) for e in found] == [("x0.q", "bob"), ("x0.a", "bob"), ("x1.a", "ann")]
+
+
+async def test_a_batch_redelivered_after_a_rename_leaves_the_moved_entries_as_they_became(
+    database: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """The rename took the conversation's document away, so the redelivered entries look new; their group
+    (now the target's) keeps the fold's marks on them rather than being written afresh."""
+    store = MongoConversationArchive(database)
+    await store.prepare()
+    log = Log()
+    batch = log.exchange(0, "where is the chest", "by the gate") + log.add(
+        ThreadFolded(_env(), "f1", "the chest", ("x0",), "test"), ThreadRenamed(_env(), "main", "older")
+    )
+    older = ConversationRef("castle", "session", "ann", "older")
+    await store.apply(plan_archive(batch))
+    first = await store.entries(older, scope="history", snapshot=NEVER - 1)
+    assert [(e.entry_id, e.compacted_at, e.archives) for e in first[:2]] == [
+        ("x0.q", 2, ("compact@2",)),
+        ("x0.a", 2, ("compact@2",)),
+    ]
+    await store.apply(plan_archive(batch))  # the worker died before committing: the batch again
+    assert await store.entries(older, scope="history", snapshot=NEVER - 1) == first
+    assert await store.entries(MAIN, scope="history", snapshot=NEVER - 1) == []

@@ -4,12 +4,22 @@ land in one group until another exchange, an operation or the size bound ends it
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.mongo_entries import GROUP_BYTES, Tail, entry_docs, group_doc, group_update, runs, size_of
+from adapters.mongo_entries import (
+    GROUP_BYTES,
+    GROUP_ENTRIES,
+    Tail,
+    entry_docs,
+    group_doc,
+    group_update,
+    runs,
+    size_of,
+)
 from projections.archives import ConversationRef, Entry, index_terms
 
 CONVERSATIONS = [ConversationRef("castle", "session", owner, "main") for owner in ("ann", "bob")]
@@ -82,3 +92,14 @@ def test_a_new_group_and_its_update_hold_the_same_entries() -> None:
     assert set(update["$set"]) == {f"{part}.{key}" for part in ("m", "t") for key in inserted["m"]}
     assert [d["entry_id"] for d in entry_docs(inserted)] == [e.entry_id for e in entries]
     assert inserted["ids"] == update["$addToSet"]["ids"]["$each"]
+
+
+def test_a_group_ends_at_its_count_of_entries_and_counts_every_string_it_stores() -> None:
+    entries = [_entry(seq, 0, 0, "tool", "") for seq in range(GROUP_ENTRIES + 5)]
+    first, tails = runs(entries[:700], {})
+    rest, _ = runs(entries[700:], tails)  # the count carries across batches, as the tail
+    assert [len(run.entries) for run in first + rest] == [700, GROUP_ENTRIES - 700, 5]
+    plain = _entry(0, 0, 0, "tool")
+    long_id = replace(plain, exchange_id="\u00e9" * 200, entry_id="\u00e9" * 200 + ".t0")
+    # four bytes a character of the exchange id, and of the entry id twice
+    assert size_of(long_id) - size_of(plain) == 4 * ((200 - 2) + 2 * (203 - 5))
