@@ -244,6 +244,13 @@ class Settings(BaseSettings):
         default="127.0.0.1", description="The API's interface; off loopback it needs credentials (or API_ALLOW_OPEN)."
     )
     api_port: int = 8080
+    api_keep_alive_seconds: int = Field(
+        default=75,
+        gt=0,
+        description="How long the API keeps an idle connection open: longer than clients keep theirs in their "
+        "pools (httpx: 5 s, proxies and load balancers: 60 s), so a request never meets a connection the "
+        "API is closing.",
+    )
     api_allow_open: bool = Field(
         default=False, description="Serve the API with no credential on a non-loopback address (never in production)."
     )

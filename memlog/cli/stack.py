@@ -57,6 +57,7 @@ def api(settings: Settings) -> int:
         port=settings.api_port,
         log_level="info",
         access_log=False,
+        timeout_keep_alive=settings.api_keep_alive_seconds,  # uvicorn's 5 s met httpx's 5 s pool: ReadError
         http="httptools",  # C parsers and event loop: about a third off each request (bench/context_read.py)
         loop="uvloop",
     )
