@@ -99,10 +99,6 @@ def _meta(doc: dict[str, Any]) -> ConversationMeta:
     )
 
 
-def _ignore_duplicates(exc: BulkWriteError) -> None:
-    duplicates(exc)
-
-
 LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
 
 
@@ -167,7 +163,7 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
                 try:
                     await self._entries.insert_many(groups, ordered=False)
                 except BulkWriteError as exc:
-                    _ignore_duplicates(exc)  # converted already (an earlier start stopped part way)
+                    duplicates(exc)  # converted already (an earlier start stopped part way)
                 await self._legacy_entries.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}})
                 moved += len(docs)
                 if moved % (100 * MIGRATION_CHUNK) == 0:
@@ -252,7 +248,7 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
                 try:
                     await self._conversations.bulk_write(updates, ordered=False)
                 except BulkWriteError as exc:
-                    _ignore_duplicates(exc)  # that conversation holds this position already
+                    duplicates(exc)  # that conversation holds this position already
 
     async def _end_tail(self, ref: ConversationRef, before: int) -> None:
         """A thread operation at `before` ends the conversation's tail group (unless redelivered)."""
