@@ -21,6 +21,7 @@ from schemas.events import (
     RunTraced,
     TraceToolCall,
     check_name,
+    check_text,
     json_text,
     now_ms,
 )
@@ -101,7 +102,7 @@ def run_event(run: Run, producer: str) -> RunTraced:
     calls = tuple(
         TraceToolCall(
             seqs[("tool", i)],
-            c.name,
+            check_text(f"tool_calls[{i}].name", c.name),  # not in RunTraced: older events replay whatever their names
             json_text(f"tool_calls[{i}].arguments", c.arguments),
             json_text(f"tool_calls[{i}].result", c.result),
             c.ok,

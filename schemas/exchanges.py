@@ -132,7 +132,7 @@ class ReportedExchange:
             model=payload.get("model"),
             idempotency_key=payload.get("idempotency_key"),
             trace_id=payload.get("trace_id"),
-            exchange_id=payload.get("exchange_id") or None,
+            exchange_id=payload.get("exchange_id"),
             original=original,
         )
 
@@ -210,7 +210,9 @@ def exchange_events(
     route = exchange.route
     key = exchange.idempotency_key
     envelope = _envelope(route, producer, key, exchange.trace_id, now)
-    exchange_id = exchange.exchange_id or exchange_id_for(route.tenant, route.subject, key)
+    exchange_id = exchange.exchange_id
+    if exchange_id is None:  # "" is not absent: the events refuse it by name, as any empty id
+        exchange_id = exchange_id_for(route.tenant, route.subject, key)
     count = count_tokens
     events: list[ExchangeEvent] = [
         _question(

@@ -446,3 +446,20 @@ async def test_a_filter_by_a_name_no_one_can_have_is_refused(http: httpx.AsyncCl
     refused = await http.get(path, headers=OPERATOR)
     assert refused.status_code == 422, refused.text
     assert refused.json()["detail"][0]["loc"] == ["query", name], refused.text
+
+
+async def test_an_empty_exchange_id_or_trace_tool_name_is_refused_not_taken_for_absent(
+    http: httpx.AsyncClient,
+) -> None:
+    # an empty id taken as "none given" got a new id at every retry: the exchange was kept as many times
+    exchange = {"tenant": TENANT, "subject": "empty-id", "question": "q", "answer": "a", "exchange_id": ""}
+    refused = await http.post("/v1/exchanges", json=exchange)
+    assert refused.status_code == 422, refused.text
+    assert "exchange_id" in json.dumps(refused.json()["detail"]), refused.text
+    call = {"name": "", "started_at": 1, "duration_ms": 1}
+    run = {"tenant": TENANT, "agent": "a", "status": "ok", "started_at": 1, "ended_at": 2, "tool_calls": [call]}
+    refused = await http.post("/v1/runs", json=run)
+    assert refused.status_code == 422, refused.text
+    assert "tool_calls[0].name" in json.dumps(refused.json()["detail"]), refused.text
+    named = await http.post("/v1/runs", json={**run, "tool_calls": [{**call, "name": "lookup"}]})
+    assert named.status_code == 202, named.text

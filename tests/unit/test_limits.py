@@ -13,6 +13,7 @@ from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.errors import InvalidEvent
 from schemas.events import Envelope, ModelStep, RunTraced, ToolCalled, json_text, to_record
+from schemas.exchanges import ReportedExchange, exchange_events
 from schemas.limits import INT32_MAX, INT64_MAX, INT64_MIN, MAX_JSON_DEPTH, check_json, json_problem
 
 ENVELOPE = Envelope(tenant="t", subject="s", thread="session", producer="p")
@@ -101,3 +102,12 @@ def test_the_codec_names_the_event_of_a_long_past_int64() -> None:
     with pytest.raises(InvalidEvent) as refused:
         Codec(Catalog()).encode(RunTraced.TYPE, to_record(RunTraced(ENVELOPE, "r1", "ok", 1, 2, (step,))))
     assert refused.value.field == RunTraced.TYPE
+
+
+def test_an_empty_exchange_id_is_refused_by_name_whichever_way_the_exchange_comes() -> None:
+    payload = {"tenant": "t", "subject": "s", "question": "q", "answer": "a", "exchange_id": ""}
+    with pytest.raises(InvalidEvent) as refused:
+        exchange_events(ReportedExchange.from_payload(payload), producer="test")
+    assert refused.value.field == "exchange_id"
+    given_none = exchange_events(ReportedExchange.from_payload({**payload, "exchange_id": None}), producer="test")
+    assert given_none[0].exchange_id  # absent: memlog gives one
