@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from adapters.embeddings import LocalMiniLM
-from projections.facts import Fact, SubjectFacts, index_terms
+from projections.facts import Fact, SubjectFacts
 from projections.recall import Calibration, Rarity, RecallPolicy, candidates, lexical_score, rank
+from projections.words import index_terms
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 NOW = 1_795_000_000_000

@@ -30,8 +30,9 @@ from bench.projection import on_local_stack
 from config.settings import Settings
 from memlog.processes import start_api
 from memlog.services import open_services
-from projections.facts import TENANT_KNOWLEDGE, Fact, SubjectFacts, index_terms
+from projections.facts import TENANT_KNOWLEDGE, Fact, SubjectFacts
 from projections.position import Position
+from projections.words import index_terms
 from streams.steps.facts import embedded
 from streams.topics import ensure_topics
 

@@ -8,12 +8,10 @@ under the key TENANT_KNOWLEDGE, with its own limit and lifetime. No I/O here.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
+from projections.words import index_terms
 from schemas.events import FactEvent, FactForgotten, FactRemembered, FactRevised, FactsCleared
 
 DAY_MS = 86_400_000
@@ -81,117 +79,6 @@ class SubjectFacts:
 
     def find(self, fact_id: str) -> Fact | None:
         return next((fact for fact in self.facts if fact.fact_id == fact_id), None)
-
-
-# --- the token index -------------------------------------------------------------------------
-# MySQL full-text skips words under three characters and a long stop list, so a fact that is only
-# "AI" cannot be found (seed 003). This index keeps every word of one letter or more, folds case
-# and accents, and drops only a few function words.
-STOP_WORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "you",
-        "your",
-        # words of asking, which say nothing about what is asked
-        "about",
-        "again",
-        "any",
-        "can",
-        "could",
-        "did",
-        "how",
-        "know",
-        "please",
-        "remember",
-        "remind",
-        "should",
-        "tell",
-        "there",
-        "would",
-        "s",  # of "Kira's", "it's"
-        "t",  # of "don't"
-        "ll",
-        "re",
-        "ve",
-    }
-)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# "A.I.", "U.S.A": letters joined by dots are one word, as if written without them
-_DOTTED = re.compile(r"(?<![^\W_])(?:[^\W\d_]\.){1,}[^\W\d_](?![^\W_])\.?", re.UNICODE)
-# "PRs", "IDs", "APIs": an acronym's plural is the acronym
-_ACRONYM_PLURAL = re.compile(r"^[^\W\d_a-z]{2,}'?s$", re.UNICODE)
-
-
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
-def _stem(word: str) -> str:
-    """A light English stem, so "diamonds" finds "diamond" and "mining" finds "mine"."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + keep
-    return word
-
-
-def _word(raw: str) -> str:
-    if _ACRONYM_PLURAL.match(raw):
-        raw = raw.rstrip("s").rstrip("'")
-    return _fold(raw)
-
-
-@lru_cache(maxsize=65_536)
-def index_terms(text: str) -> tuple[str, ...]:
-    """The terms a text is indexed and searched by (the same function on both sides)."""
-    joined = _DOTTED.sub(lambda match: match.group().replace(".", ""), text)
-    words = [_word(word) for word in _WORD.findall(joined)]
-    terms = [_stem(word) for word in words if word not in STOP_WORDS]
-    if not terms:  # a text of stop words only is still findable by them
-        terms = [_stem(word) for word in words]
-    return tuple(terms)
 
 
 # --- applying events -------------------------------------------------------------------------

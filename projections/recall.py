@@ -5,7 +5,7 @@ tenant's knowledge. Each is scored by two signals:
 
 - lexical: the share of the question's words (weighted by how rare they are among the candidates,
   as BM25's idf weighs them) that the fact contains, after the token index's folding: case, accents,
-  plurals, dotted and plural acronyms ("A.I." finds "AI", "PRs" finds "PR");
+  Snowball stems (projections/words.py), dotted and plural acronyms ("A.I." finds "AI", "PRs" finds "PR");
 - semantic: the cosine of the question's and the fact's embeddings, when a model is configured.
 
 The two are fused by a logistic model fitted on the evaluation set (bench/calibrate_recall.py), so a
@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from projections.facts import Fact, SubjectFacts, index_terms
+from projections.facts import Fact, SubjectFacts
+from projections.words import index_terms
 
 SUBJECT = "subject"  # a fact about the subject
 TENANT = "tenant"  # the tenant's knowledge, recalled for every subject

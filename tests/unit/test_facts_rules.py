@@ -12,10 +12,10 @@ from projections.facts import (
     FactRefused,
     SubjectFacts,
     apply_fact_event,
-    index_terms,
     questioned,
 )
 from projections.recall import RecallPolicy, candidates, rank, recent
+from projections.words import index_terms
 from schemas.events import Envelope, FactEvent, FactForgotten, FactRemembered, FactRevised, FactsCleared
 
 POLICY = FactPolicy()
@@ -100,6 +100,13 @@ def test_the_index_folds_case_accents_plurals_and_acronyms() -> None:
     assert index_terms("my PRs and IDs") == ("pr", "id") == index_terms("PR ID")
     assert index_terms("A.I. in the U.S.A.") == ("ai", "usa") == index_terms("AI USA")
     assert index_terms("Kira's base") == ("kira", "base")
+
+
+def test_the_index_stems_as_snowball_does() -> None:
+    assert index_terms("mining") == index_terms("mine") == ("mine",)
+    assert index_terms("stored") == index_terms("store") == index_terms("storing")
+    assert index_terms("berries") == index_terms("berry")
+    assert index_terms("Москва") == ("москва",)  # another script's word is kept, folded, unstemmed
 
 
 @given(st.lists(st.sampled_from(["remember", "revise", "forget", "clear"]), max_size=60), st.data())

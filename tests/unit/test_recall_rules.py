@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.facts import Fact, SubjectFacts, index_terms
+from projections.facts import Fact, SubjectFacts
 from projections.recall import SUBJECT, TENANT, Recalled, RecallPolicy, candidates, page, rank, recent, render
+from projections.words import index_terms
 
 T0 = 1_795_000_000_000
 ALIVE = T0 + 10**12
