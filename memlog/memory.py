@@ -17,8 +17,9 @@ from typing import Any
 from adapters.embeddings import Embedder, EmbeddingFailed, QuestionEncoder
 from projections.archives import decode_cursor, encode_cursor
 from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts
+from projections.forgetting import forgotten_calls
 from projections.paging import list_binding
-from projections.ports import FactSlots, FactStore
+from projections.ports import FactSlots, FactStore, SessionStore
 from projections.position import Position
 from projections.recall import (
     Candidate,
@@ -31,6 +32,7 @@ from projections.recall import (
     rank,
     recent,
 )
+from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NotFound
 from schemas.events import (
     FACT_SCOPES,
@@ -156,6 +158,7 @@ class Memory:
 
     Args:
         tenant_writers: tenants whose agents may save tenant knowledge with remember (`*`: every one).
+        transcripts: the sessions, where a forgotten fact's remember call loses its text (None: left).
     """
 
     def __init__(
@@ -169,8 +172,10 @@ class Memory:
         slots: FactSlots,
         recall_policy: RecallPolicy | None = None,
         tenant_writers: Collection[str] = (),
+        transcripts: SessionStore | None = None,
     ) -> None:
         self._producer = producer
+        self._transcripts = transcripts
         self._store = store
         self._policy = policy
         self._recall = recall_policy or RecallPolicy()
@@ -257,11 +262,52 @@ class Memory:
         return await self._producer.produce([FactRevised(self.envelope(tenant, subject, agent), fact_id, text)])
 
     async def forget(self, tenant: str, subject: str | None, fact_id: str, agent: str | None) -> Position:
+        return (await self.forget_everywhere(tenant, subject, fact_id, agent))[0]
+
+    async def forget_everywhere(
+        self, tenant: str, subject: str | None, fact_id: str, agent: str | None
+    ) -> tuple[Position, Position | None]:
+        """Delete a fact, and its text from the session's copy of the remember call that saved it.
+
+        Returns the fact's position and the transcript's (None when no recorded call saved it).
+        """
         await self._existing(tenant, subject, fact_id, agent)
-        return await self._producer.produce([FactForgotten(self.envelope(tenant, subject, agent), fact_id)])
+        position = await self._producer.produce([FactForgotten(self.envelope(tenant, subject, agent), fact_id)])
+        return position, await self._forget_in_transcript(tenant, subject, {fact_id})
 
     async def clear(self, tenant: str, subject: str | None) -> Position:
-        return await self._producer.produce([FactsCleared(self.envelope(tenant, subject, None), "cleared")])
+        position = await self._producer.produce([FactsCleared(self.envelope(tenant, subject, None), "cleared")])
+        await self._forget_in_transcript(tenant, subject, None)
+        return position
+
+    async def _forget_in_transcript(
+        self, tenant: str, subject: str | None, fact_ids: set[str] | None
+    ) -> Position | None:
+        """Record the subject's remember calls of `fact_ids` (None: all) again, their text a marker.
+
+        Seed 003: a deleted memory influences no later turn, so the next prompt must not hold it. The
+        tenant's knowledge is saved from any subject's session; only a subject's own is found here.
+        """
+        if self._transcripts is None or subject is None:
+            return None
+        calls = forgotten_calls(await self._transcripts.read(ThreadKey.session(tenant, subject)), fact_ids)
+        if not calls:
+            return None
+        events = [
+            ToolCalled(
+                self.envelope(tenant, subject, None),
+                call.exchange_id,
+                call.call_index,
+                "remember",
+                call.arguments,
+                call.result,
+                call.ok,
+                call.duration_ms,
+                tokens=count_of(tool_call_text("remember", call.arguments, call.result), self._producer.count_tokens),
+            )
+            for call in calls
+        ]
+        return await self._producer.produce(events)
 
     async def _existing(self, tenant: str, subject: str | None, fact_id: str, agent: str | None) -> Fact:
         check_name("fact_id", fact_id)

@@ -180,6 +180,7 @@ class Services:
                 slots=self.current.fact_slots,
                 recall_policy=self.settings.recall_policy(),
                 tenant_writers=self.settings.tenant_facts_from_agents,
+                transcripts=self.sessions,
             ),
         )
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from projections.evidence import answered
+from projections.forgetting import is_forgotten_call
 from projections.position import Position
 from schemas.errors import InvalidEvent
 from schemas.events import (
@@ -402,8 +403,11 @@ def archived_form(event: ThreadEvent) -> ThreadEvent | None:
     Seed 000: the public thread "keeps the answers but not the tool results, which only the asker may
     see". Its archive is read by anyone with the tenant's credential, so a public tool call is never
     archived, and a public question's original (the request as received) is dropped when the request
-    carried tool calls.
+    carried tool calls. A remember call recorded again without its forgotten fact's text is not archived:
+    the archive keeps the original until a purge or an erasure.
     """
+    if isinstance(event, ToolCalled) and is_forgotten_call(event.name, event.arguments):
+        return None  # the session's copy lost a forgotten fact's text; the archive keeps its original
     if event.envelope.thread != PUBLIC_THREAD:
         return event
     if isinstance(event, ToolCalled):

@@ -272,6 +272,9 @@ class FactOut(BaseModel):
 class FactAccepted(BaseModel):
     fact_id: str
     position: str
+    transcript_position: str | None = Field(
+        default=None, description="Where the session's remember call lost the forgotten fact's text, if it did."
+    )
 
 
 class FactsOut(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -330,3 +331,63 @@ async def test_with_the_local_embedding_model_a_paraphrase_is_found(stack: Setti
         state = await services.facts.load("castle", "nia")
     assert state is not None and {f.vector_model for f in state.facts} == {"all-MiniLM-L6-v2"}
     assert all(len(f.vector) == 384 for f in state.facts)
+
+
+async def test_a_forgotten_fact_leaves_the_transcript_but_the_archive_keeps_its_original(
+    http: httpx.AsyncClient,
+) -> None:
+    text = "keeps the spare key under the blue flowerpot"
+    exchange = {"tenant": "castle", "subject": "fern", "question": "where is my key?", "exchange_id": "fern-x1"}
+    assert (await http.post("/v1/exchanges", json=exchange)).status_code == 202
+    tool = "/v1/tenants/castle/subjects/fern/agents/helper/tools"
+    saved = await http.post(
+        f"{tool}/remember", json={"arguments": {"text": text}, "exchange_id": "fern-x1", "call_index": 0}
+    )
+    assert saved.status_code == 200, saved.text
+    answer = await http.post(
+        "/v1/exchanges/fern-x1/answer", json={"tenant": "castle", "subject": "fern", "answer": "noted"}
+    )
+    assert answer.status_code == 202, answer.text
+    url = "/v1/tenants/castle/subjects/fern/context"
+    before = (await http.get(url, params={"after": answer.json()["position"], "wait": 30})).json()
+    assert text in before["rendered"]
+
+    forgot = await http.delete(f"/v1/tenants/castle/subjects/fern/facts/{saved.json()['fact_id']}")
+    assert forgot.status_code == 202, forgot.text
+    after = f"{forgot.json()['position']},{forgot.json()['transcript_position']}"
+    read = await http.get(url, params={"after": after, "wait": 30, "question": "where is the key?"})
+    assert read.status_code == 200, read.text
+    body = read.json()
+    assert text not in body["rendered"] and text not in json.dumps(body["exchanges"]), body
+    assert "[forgotten]" in body["rendered"]
+    assert body["facts"] == []
+
+    archived = await http.get(
+        "/v1/tenants/castle/threads/session:fern/conversations/main/export",
+        params={"after": forgot.json()["transcript_position"], "wait": 30},
+    )
+    assert archived.status_code == 200, archived.text
+    assert any(text in entry["text"] for entry in archived.json()["entries"])  # kept until purge or erasure
+
+
+async def test_the_forget_tool_takes_the_fact_out_of_the_next_prompt(http: httpx.AsyncClient) -> None:
+    text = "allergic to the cave spiders' venom"
+    exchange = {"tenant": "castle", "subject": "gil", "question": "remember this", "exchange_id": "gil-x1"}
+    assert (await http.post("/v1/exchanges", json=exchange)).status_code == 202
+    tool = "/v1/tenants/castle/subjects/gil/agents/helper/tools"
+    saved = await http.post(
+        f"{tool}/remember", json={"arguments": {"text": text}, "exchange_id": "gil-x1", "call_index": 0}
+    )
+    fact_id = saved.json()["fact_id"]
+    await http.get("/v1/tenants/castle/subjects/gil/facts", params={"after": saved.json()["position"], "wait": 30})
+    await http.get(
+        "/v1/tenants/castle/subjects/gil/context", params={"after": saved.json()["transcript_position"], "wait": 30}
+    )
+    forgot = await http.post(
+        f"{tool}/forget", json={"arguments": {"fact_id": fact_id}, "exchange_id": "gil-x1", "call_index": 1}
+    )
+    assert forgot.status_code == 200, forgot.text
+    after = f"{forgot.json()['position']},{forgot.json()['transcript_position']}"
+    read = await http.get("/v1/tenants/castle/subjects/gil/context", params={"after": after, "wait": 30})
+    body = read.json()
+    assert text not in body["rendered"] and text not in json.dumps(body["exchanges"]), body

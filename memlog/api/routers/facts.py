@@ -98,8 +98,12 @@ async def forget(
 ) -> FactAccepted:
     """Delete a fact; it influences no later read."""
     await services.positions.wait_all(after)
-    position = await services.memory.forget(tenant, subject, fact_id, None)
-    return FactAccepted(fact_id=fact_id, position=position.token())
+    position, transcript = await services.memory.forget_everywhere(tenant, subject, fact_id, None)
+    return FactAccepted(
+        fact_id=fact_id,
+        position=position.token(),
+        transcript_position=None if transcript is None else transcript.token(),
+    )
 
 
 @router.delete(FACTS, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
