@@ -1,7 +1,9 @@
-"""The admin page for traces: recent runs of a tenant and one run as a timeline, by shape only.
+"""The admin page for traces: recent runs of a tenant, one run as a timeline, and the whole run on demand.
 
-It reads the shape endpoints, which never carry prompts, outputs, arguments or results, so the page
-cannot show them whatever it does. Plain HTML and DOM calls (textContent only), no build step. The page
+The list and the timeline read the shape endpoints, which never carry prompts, outputs, arguments or
+results. The whole run (prompts, outputs, arguments, results, redacted) is fetched only when the viewer
+asks for it, from the operator-only trace route, which records each read in the ledger.
+Plain HTML and DOM calls (textContent only), no build step. The page
 itself holds no data and is served to anyone; the operator token is typed into its form and sent as an
 Authorization header to the routes it reads, never taken from the page's address.
 """
@@ -24,6 +26,7 @@ TRACES_PAGE = """<!doctype html>
   #timeline .model { background: #8fb3ff; } #timeline .tool { background: #ffd08a; }
   #timeline .failed { background: #ff9a9a; }
   #timeline .label { position: absolute; left: .4rem; top: 2px; font-size: 12px; white-space: nowrap; }
+  #whole pre { background: #f7f7f7; padding: .5rem; white-space: pre-wrap; max-height: 16rem; overflow: auto; }
 </style>
 </head>
 <body>
@@ -44,6 +47,8 @@ TRACES_PAGE = """<!doctype html>
 </tr></thead><tbody></tbody></table>
 <h2 id="run-title"></h2>
 <div id="timeline"></div>
+<button id="show-whole" hidden>Whole trace (operator token; the read is in the ledger)</button>
+<div id="whole"></div>
 <script>
 const form = document.getElementById("filters");
 const params = new URLSearchParams(location.search);
@@ -104,6 +109,44 @@ async function showRun(tenant, runId) {
     bar.append(fill, label); box.append(bar);
   }
   document.body.dataset.timeline = String(run.timeline.length);
+  const button = document.getElementById("show-whole");
+  button.hidden = false;
+  button.onclick = () => showWhole(tenant, runId);
+  document.getElementById("whole").replaceChildren();
+}
+
+function block(box, title, text) {
+  const heading = document.createElement("h3"); heading.textContent = title;
+  const pre = document.createElement("pre"); pre.textContent = text;
+  box.append(heading, pre);
+}
+
+async function showWhole(tenant, runId) {
+  const url = `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(runId)}/trace`;
+  const response = await fetch(url, { headers: headers() });
+  const box = document.getElementById("whole");
+  box.replaceChildren();
+  if (!response.ok) {
+    block(box, `refused (${response.status})`, await response.text());
+    document.body.dataset.whole = "refused";
+    return;
+  }
+  const run = await response.json();
+  const items = [
+    ...run.steps.map((step) => ({ seq: step.seq, step })),
+    ...run.tool_calls.map((call) => ({ seq: call.seq, call })),
+  ].sort((a, b) => a.seq - b.seq);
+  for (const item of items) {
+    if (item.step) {
+      block(box, `${item.seq}. model ${item.step.model}: prompt`, item.step.prompt);
+      block(box, `${item.seq}. model ${item.step.model}: output`, item.step.output);
+    } else {
+      const status = item.call.ok ? "ok" : "failed";
+      block(box, `${item.seq}. tool ${item.call.name} (${status}): arguments`, JSON.stringify(item.call.arguments));
+      block(box, `${item.seq}. tool ${item.call.name}: result`, JSON.stringify(item.call.result));
+    }
+  }
+  document.body.dataset.whole = String(items.length);
 }
 
 form.addEventListener("submit", showRuns);

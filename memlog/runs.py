@@ -8,10 +8,10 @@ from typing import Any
 
 from memlog.positions import Positions
 from projections.paging import list_binding, run_cursor, run_key
-from projections.ports import TraceStore
+from projections.ports import Ledger, TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
-from projections.traces import shape
+from projections.traces import shape, whole_trace
 from schemas.errors import InvalidEvent
 from schemas.events import (
     AUTOMATION_THREAD,
@@ -133,6 +133,7 @@ class Runs:
     traces: the namespace's trace projection.
     redactor: removes secrets before a run is produced.
     positions: waits for `after` before a read.
+    ledger: records every read of a whole trace.
     """
 
     def __init__(
@@ -142,12 +143,14 @@ class Runs:
         traces: TraceStore,
         redactor: Redactor,
         positions: Positions,
+        ledger: Ledger,
     ) -> None:
         self._producer = producer
         self._producer_name = producer_name
         self._traces = traces
         self._redactor = redactor
         self._positions = positions
+        self._ledger = ledger
 
     async def trace(self, run: Run) -> Traced:
         """Redacted before it is produced, sampled by run id."""
@@ -189,3 +192,17 @@ class Runs:
         await self._positions.wait_all(after)
         doc = await self._traces.get(tenant, run_id, now_ms())
         return None if doc is None else shape(doc)
+
+    async def whole(self, tenant: str, run_id: str, *, requested_by: str, after: str | None) -> dict[str, Any] | None:
+        """One run in full for a developer (seed 000: "a developer tool reads them"): its steps, prompts,
+        outputs, tool arguments and results, redacted once more on the way out. The read is in the ledger
+        before anything is returned; None when the run was never traced, sampled out, or expired."""
+        check_name("tenant", tenant)
+        await self._positions.wait_all(after)
+        doc = await self._traces.get(tenant, run_id, now_ms())
+        if doc is None:
+            return None
+        await self._ledger.record(
+            "trace-read", tenant=tenant, subject=doc.get("subject"), run_id=run_id, requested_by=requested_by
+        )
+        return whole_trace(doc, self._redactor)

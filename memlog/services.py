@@ -267,7 +267,8 @@ class Services:
     @property
     def runs(self) -> Runs:
         return self._use(
-            "runs", lambda: Runs(self.producer, self.producer_name, self.traces, self.redactor, self.positions)
+            "runs",
+            lambda: Runs(self.producer, self.producer_name, self.traces, self.redactor, self.positions, self.ledger),
         )
 
     @property

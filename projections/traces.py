@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -138,6 +139,48 @@ def shape(doc: dict[str, Any]) -> dict[str, Any]:
         "failed_tools": sum(1 for item in timeline if item["kind"] == "tool" and not item["ok"]),
         "exchange": served(doc),
         "timeline": timeline,
+    }
+
+
+def whole_trace(doc: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    """A stored run in full, as a developer reads it: every text redacted again (a trace stored before a
+    redaction rule existed gets it on the way out), arguments and results as JSON values."""
+    steps = [
+        {
+            "seq": step["seq"],
+            "model": step["model"],
+            "prompt": redactor.text(step["prompt"]),
+            "output": redactor.text(step["output"]),
+            "input_tokens": step["input_tokens"],
+            "output_tokens": step["output_tokens"],
+            "started_at": step["started_at"],
+            "duration_ms": step["duration_ms"],
+        }
+        for step in doc.get("steps", [])
+    ]
+    calls = [
+        {
+            "seq": call["seq"],
+            "name": call["name"],
+            "arguments": json.loads(redactor.json_text(call["arguments"])),
+            "result": json.loads(redactor.json_text(call["result"])),
+            "ok": call["ok"],
+            "started_at": call["started_at"],
+            "duration_ms": call["duration_ms"],
+        }
+        for call in doc.get("tool_calls", [])
+    ]
+    return {
+        "run_id": doc["run_id"],
+        "tenant": doc["tenant"],
+        "subject": doc.get("subject"),
+        "agent": doc.get("agent"),
+        "status": doc["status"],
+        "started_at": doc["started_at"],
+        "ended_at": doc["ended_at"],
+        "exchange": served(doc),
+        "steps": steps,
+        "tool_calls": calls,
     }
 
 

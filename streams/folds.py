@@ -25,6 +25,7 @@ from projections.ports import SessionStore
 from projections.position import Position
 from projections.session import Exchange, Session, ThreadKey, ThreadPolicy, plan_fold
 from projections.shared import plan_segments
+from projections.tool_results import HEADING, join_summary, merge_tool_lines, section_budget, split_summary
 from schemas.errors import LogUnavailable, StoreUnavailable, SubjectErasing
 from schemas.events import AUTOMATION_THREAD, SESSION_THREAD, Envelope, ThreadFolded, now_ms
 from streams.metrics import Metrics
@@ -74,7 +75,7 @@ class FoldService:
             return None
         started = time.perf_counter()
         if key.thread == SESSION_THREAD:
-            summary = await self._summarizer.summarize(session.head.summary, folded, self._policy.summary_chars)
+            summary = await self._summarize(session.head.summary, folded, self._policy.summary_chars)
             events = [self._event(key, key.owner, folded, folded, summary, urgent, segment=False)]
         else:
             built = await self._segments(key, session, folded, pinned, urgent)
@@ -124,9 +125,17 @@ class FoldService:
         for plan in plans:
             summary = ""
             if plan.budget > 0:
-                summary = await self._summarizer.summarize(plan.previous, plan.folded, plan.budget)
+                summary = await self._summarize(plan.previous, plan.folded, plan.budget)
             events.append(self._event(key, plan.asker, folded, plan.folded, summary, urgent, segment=True))
         return events
+
+    async def _summarize(self, previous: str, folded: Sequence[Exchange], limit: int) -> str:
+        """The summarizer's prose, then the tool results section (projections.tool_results), within `limit`."""
+        prose, lines = split_summary(previous)
+        kept = merge_tool_lines(lines, folded, section_budget(limit))
+        room = limit - (len(HEADING) + sum(len(line) + 1 for line in kept) + 1 if kept else 0)
+        text = await self._summarizer.summarize(prose, folded, room) if room > 0 else ""
+        return join_summary(text, kept, limit)
 
     def _event(
         self,

@@ -18,6 +18,7 @@ PUBLIC = {("get", "/healthz"), ("get", "/readyz"), ("get", "/v1/tools")}
 OPERATOR = {
     ("get", "/v1/tenants/{tenant}/runs"),
     ("get", "/v1/tenants/{tenant}/runs/{run_id}"),
+    ("get", "/v1/tenants/{tenant}/runs/{run_id}/trace"),
     ("post", "/v1/tenants/{tenant}/subjects/{subject}/erase"),
     ("post", "/v1/tenants/{tenant}/subjects/{subject}/export"),
     ("get", "/v1/tenants/{tenant}/exports/{request_id}"),

@@ -24,7 +24,10 @@ LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-notice"
 SUBJECT = "nora"
 HEADER = "Summary of the earlier conversation:\n"
-SECRET = "the obsidian lantern lies under the third willow"  # only in a tool result: never in the summary
+SECRET = "the obsidian lantern lies under the third willow"
+# the SECRET sits past the bounded excerpt a fold keeps of a tool result (projections.tool_results): the summary
+# keeps the call and the start of its result, never these words
+FILLER = "the map's margin is full of faded notes " * 10
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,9 @@ async def post(http: httpx.AsyncClient, number: int) -> str:
         "answer": f"answer {number}",
     }
     if number == 1:
-        body["tool_calls"] = [{"name": "read_map", "arguments": {"page": 3}, "result": {"note": SECRET}, "ok": True}]
+        body["tool_calls"] = [
+            {"name": "read_map", "arguments": {"page": 3}, "result": {"note": FILLER + SECRET}, "ok": True}
+        ]
     response = await http.post("/v1/exchanges", json=body)
     assert response.status_code == 202, response.text
     position: str = response.json()["position"]
@@ -111,8 +116,8 @@ async def test_a_fold_leaves_a_notice_whose_search_finds_the_folded_words(http: 
     line = check_rendered(ctx)
     assert "5 earlier exchanges" in line and f"GET {route}<words>]" in line
 
-    # the summary lost the tool result; the route in the notice finds its exact words
-    assert SECRET not in ctx["rendered"]
+    # the summary kept the call with an excerpt of its result, not its end; the notice's route finds the words
+    assert "read_map" in ctx["summary"] and SECRET not in ctx["rendered"]
     # the session's projection shows the fold; the archive's applies it on its own (no position names
     # the fold to wait for), so the search is asked again until it has, within a bound
     deadline = time.monotonic() + 60

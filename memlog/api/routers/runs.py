@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from memlog.admin import TRACES_PAGE
-from memlog.api.auth import OPERATOR_ONLY, guard_body
+from memlog.api.auth import OPERATOR_ONLY, guard_body, requested_by
 from memlog.api.deps import AFTER, NOT_FOUND, ServicesDep
 from memlog.api.models import RunAccepted, RunIn
 from schemas.errors import InvalidEvent, NotFound
@@ -56,6 +56,18 @@ async def run_shape(tenant: str, run_id: str, services: ServicesDep, after: str 
     if shape is None:
         raise NotFound(f"no trace of run {run_id} in {tenant} (never traced, sampled out, or expired)")
     return JSONResponse(shape)
+
+
+@router.get("/v1/tenants/{tenant}/runs/{run_id}/trace", dependencies=OPERATOR_ONLY, responses=NOT_FOUND)
+async def run_trace(
+    tenant: str, run_id: str, request: Request, services: ServicesDep, after: str | None = AFTER
+) -> JSONResponse:
+    """One run in full for a developer: steps with prompts and outputs, tool calls with arguments and
+    results, all redacted; each read is recorded in the ledger (kind `trace-read`)."""
+    whole = await services.runs.whole(tenant, run_id, requested_by=requested_by(request), after=after)
+    if whole is None:
+        raise NotFound(f"no trace of run {run_id} in {tenant} (never traced, sampled out, or expired)")
+    return JSONResponse(whole)
 
 
 @router.get("/admin/traces", response_class=HTMLResponse, include_in_schema=False)
