@@ -17,7 +17,7 @@ from projections.ports import FACT_SLOT_SECONDS, Clock, HeldFacts, utc_now
 from projections.position import Position
 from projections.sealing import subject_ref
 from projections.session import ThreadKey
-from projections.traces import merge_served, served_threads
+from projections.traces import Served, merge_served, served_threads
 from schemas.errors import Conflict, StoreRefused, StoreUnavailable
 
 DUPLICATE_KEY = 11000
@@ -265,10 +265,11 @@ class MongoTraceStore:
             )
         return doc
 
-    async def served_threads(self, now_ms: int) -> dict[ThreadKey, int]:
+    async def served_threads(self, now_ms: int) -> dict[ThreadKey, Served]:
         query = {"exchange_thread": {"$ne": None}, "expires_at": {"$gt": now_ms}}
         fields = {"_id": 0, "tenant": 1, "exchange_thread": 1, "expires_at": 1}
-        served: dict[ThreadKey, int] = {}
+        fields |= {"run_id": 1, "exchange_id": 1, "call_index": 1, "started_at": 1}
+        served: dict[ThreadKey, Served] = {}
         batch: list[dict[str, Any]] = []
         with mongo_errors():
             async for doc in self._traces.find(query, fields, batch_size=1000):

@@ -40,6 +40,7 @@ from projections.session import (
     SessionWrite,
     ThreadKey,
 )
+from projections.traces import Served
 from schemas.errors import StoreRefused, StoreUnavailable
 from schemas.events import SESSION_THREAD, compact_json
 
@@ -90,8 +91,14 @@ def thread_base(prefix: str, key: ThreadKey) -> str:
 
 
 def served_key(prefix: str, key: ThreadKey) -> str:
-    """The thread's served mark (`ServedMarks`): beside its other keys, in the same slot, with the
-    expiry of the latest run that serves it."""
+    """The thread's served mark (`ServedMarks`): its runs' links, a line each, beside its other keys, in
+    the same slot, with the expiry of the latest run that serves it. (`:e` held a mark without the
+    links before: a read could not trust it to name every run, so marks moved to a new key.)"""
+    return f"{thread_base(prefix, key)}:n"
+
+
+def unlinked_served_key(prefix: str, key: ThreadKey) -> str:
+    """The served mark of memlogs that kept no links (`served_key`): removed with the subject."""
     return f"{thread_base(prefix, key)}:e"
 
 
@@ -141,7 +148,7 @@ class ReadMeta:
 
 class RedisSessionStore:
     """Threads under `<prefix>:{<thread identity>}:h|x|o|r|t|v|m` (head, exchanges, order, ready context:
-    lengths, texts, views, the read's meta) and `:e` (its served mark), the subject's
+    lengths, texts, views, the read's meta) and `:n` (its served mark), the subject's
     shared-thread index under `<prefix>:{lines:...}`, checkpoints under `<prefix>:applied:<topic>`.
 
     Args:
@@ -157,7 +164,9 @@ class RedisSessionStore:
         self._erase_lines = client.register_script(ERASE_LINES)
         self._store_ready = client.register_script(STORE_READY)
         self._cluster = isinstance(client, RedisCluster)  # runs no script inside a pipeline
-        self._marks_complete = f"{prefix}:served-marks"  # ServedMarks: every stored run has marked its thread
+        # ServedMarks: every stored run has its link in its thread's mark (`served-marks` was the mark of
+        # marks without links: a namespace that has it alone is marked again, with the links)
+        self._marks_complete = f"{prefix}:served-links"
         self._decoded: dict[ThreadKey, tuple[bytes, ReadMeta]] = {}  # each thread's latest meta, decoded
         self._read_keys: dict[ThreadKey, tuple[str, str, str, str]] = {}  # what `read_ready` reads, per thread
 
@@ -333,7 +342,7 @@ class RedisSessionStore:
             decoded = known[1] if known is not None and known[0] == meta else self._decode(key, meta)
             if decoded is not None and decoded.text_bytes == len(texts) and decoded.view_bytes == len(views):
                 return ReadyThread.joined(
-                    decoded.head, decoded.version, decoded.ids, decoded.lead, texts, views, served=served is not None
+                    decoded.head, decoded.version, decoded.ids, decoded.lead, texts, views, served=served
                 )
         return await self._ready_from_exchanges(key, stale_meta=meta is not None)
 
@@ -369,9 +378,9 @@ class RedisSessionStore:
                 keys=list(keys),
                 args=[STORED_FORMAT, fields.get("pos", ""), fields.get("ver", "0"), texts, views, *lengths],
             )
-            served = await self._redis.exists(served_key(self._prefix, key))
+            served = await self._redis.get(served_key(self._prefix, key))
         ids = tuple(exchange.exchange_id for exchange in session.exchanges)
-        return ReadyThread.of(key, session.head, _version(fields), ids, texts, views, served=bool(served))
+        return ReadyThread.of(key, session.head, _version(fields), ids, texts, views, served=served)
 
     async def drop(self, key: ThreadKey) -> None:
         with redis_errors():
@@ -389,7 +398,7 @@ class RedisSessionStore:
         session = self._keys(own)
         with redis_errors():
             exchanges = int(await self._redis.hlen(session[1]))  # type: ignore[misc]
-            await self._redis.delete(*session, served_key(self._prefix, own))
+            await self._redis.delete(*session, served_key(self._prefix, own), unlinked_served_key(self._prefix, own))
             lines = parts = 0
             for key in await self._shared_threads(tenant, subject):
                 removed, part = await self._erase_lines(keys=list(self._keys(key)), args=[subject])
@@ -397,15 +406,16 @@ class RedisSessionStore:
             await self._redis.delete(lines_index(self._prefix, tenant, subject))
         return {"session_exchanges": exchanges, "shared_thread_lines": lines, "shared_thread_summaries": parts}
 
-    async def mark_served(self, served: dict[ThreadKey, int]) -> None:
+    async def mark_served(self, served: dict[ThreadKey, Served]) -> None:
         if not served:
             return
         with redis_errors():
             async with self._redis.pipeline(transaction=False) as pipe:
-                for key, until_ms in served.items():
-                    mark = served_key(self._prefix, key)
-                    pipe.set(mark, b"1", nx=True, pxat=until_ms)  # one already past is gone at once
-                    pipe.pexpireat(mark, until_ms, gt=True)  # a later run's end extends it, never shortens
+                for key, mark in served.items():
+                    name = served_key(self._prefix, key)
+                    pipe.append(name, mark.links)  # a link twice reads as one (`served_links`)
+                    pipe.pexpireat(name, mark.until_ms, nx=True)  # a new mark ends with its run (one past: gone)
+                    pipe.pexpireat(name, mark.until_ms, gt=True)  # a later run's end extends it, never shortens
                 await pipe.execute()
 
     async def served_marks_complete(self) -> bool:

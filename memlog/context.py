@@ -200,8 +200,8 @@ class ContextReads:
         (empty when nothing: no run names them and every call has answered; the ETag counts it)."""
         if self._evidence is None:  # as `thread` without evidence: the model's defaults
             return without_evidence(ready.exchanges_json), b""
-        asks = ready.served or not await self._served_marks_complete()
-        spliced = await self._evidence.ready_exchanges(key.tenant, key.thread, key.owner, ready, asks=asks)
+        marked = await self._served_marks_complete()
+        spliced = await self._evidence.ready_exchanges(key.tenant, key.thread, key.owner, ready, marked=marked)
         return (ready.exchanges_json, b"") if spliced is None else (spliced, spliced)
 
     async def _served_marks_complete(self) -> bool:

@@ -13,6 +13,7 @@ from projections.archives import thread_ref
 from projections.evidence import CallKey, latest_runs, link_entry, with_evidence
 from projections.ports import TraceStore
 from projections.ready import UNANSWERED, ReadyThread
+from projections.traces import served_links
 from schemas.events import now_ms
 
 
@@ -41,16 +42,22 @@ class Evidence:
         return [with_evidence(view, runs, now_ms=now, timeout_ms=self._timeout_ms) for view in views]
 
     async def ready_exchanges(
-        self, tenant: str, thread: str, owner: str, ready: ReadyThread, *, asks: bool = True
+        self, tenant: str, thread: str, owner: str, ready: ReadyThread, *, marked: bool = False
     ) -> bytes | None:
         """A ready thread's exchanges' JSON as `exchanges` makes their views, or None when it is the stored
         JSON as it is: no run names any of them, and no call is unanswered (whose status is the clock's).
-        The runs are read on every read (a run may be traced, or its trace expire, at any time), unless
-        `asks` is False: the thread's served mark says no stored run serves it."""
-        runs = await self.runs(tenant, thread, owner, ready.exchange_ids) if asks else {}
+        With `marked` (the namespace's served marks are complete), the runs are those the thread's mark
+        links (`ready.served`, read with the thread; none without a mark); otherwise they are read from
+        the traces (a run may be traced, or its trace expire, at any time)."""
+        now = now_ms()
+        if marked:
+            wanted = set(ready.exchange_ids)
+            links = served_links(ready.served or b"", now)
+            runs = latest_runs(link for link in links if link["exchange_id"] in wanted)
+        else:
+            runs = await self.runs(tenant, thread, owner, ready.exchange_ids)
         if not runs and UNANSWERED not in ready.exchanges_json:
             return None
-        now = now_ms()
         views = from_json(ready.exchanges_json)
         return to_json([with_evidence(view, runs, now_ms=now, timeout_ms=self._timeout_ms) for view in views])
 

@@ -18,6 +18,7 @@ from projections.namespaces import NamespaceEntry
 from projections.position import Position
 from projections.ready import ReadyThread
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
+from projections.traces import Served
 
 __all__ = [
     "FACT_SLOT_SECONDS",
@@ -63,14 +64,15 @@ class Checkpoints(Protocol):
 
 
 class ServedMarks(Protocol):
-    """Which threads some stored run serves (seed 004's evidence), kept beside the threads, so that a
-    context read of a thread no run serves asks the trace store nothing. A mark only spares a query:
-    a thread marked in error is asked about as before; a mark missing in error would hide evidence,
-    so reads trust a missing mark only once the namespace's marks are complete."""
+    """Which stored runs serve which exchanges of a thread (seed 004's evidence), kept beside the thread,
+    so that a context read joins its tool calls to their runs without asking the trace store. A
+    thread with no mark is asked about as before, until the namespace's marks are complete: a mark
+    missing in error would hide evidence."""
 
-    async def mark_served(self, served: dict[ThreadKey, int]) -> None:
-        """Some run kept until `served[key]` (epoch ms) serves each thread; a mark lasts until the
-        latest of its runs' ends, and one already past is not written. Idempotent."""
+    async def mark_served(self, served: dict[ThreadKey, Served]) -> None:
+        """Add each thread's links to its mark (`projections.traces.Served`); a mark lasts until the
+        latest of its runs' ends, and one already past is not written. Adding a link again changes
+        nothing a read sees."""
         ...
 
     async def served_marks_complete(self) -> bool:
@@ -206,9 +208,9 @@ class TraceStore(Checkpoints, Protocol):
 
     async def export_subject(self, tenant: str, subject: str) -> list[dict[str, Any]]: ...
 
-    async def served_threads(self, now_ms: int) -> dict[ThreadKey, int]:
-        """Every thread an unexpired run serves, with the latest `expires_at` of its runs there
-        (`projections.traces.served_threads` over every stored run): what the served marks must hold."""
+    async def served_threads(self, now_ms: int) -> dict[ThreadKey, Served]:
+        """Every thread an unexpired run serves, with its runs' links there (`projections.traces.served_threads`
+        over every stored run): what the served marks must hold."""
         ...
 
     async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:

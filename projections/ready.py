@@ -85,9 +85,9 @@ class ReadyThread:
     exchange_ids: tuple[str, ...]  # in order: evidence joins the runs that served them at read time
     exchanges_json: bytes  # the JSON array of the exchanges' views (`ready_view`)
     rendered_json: bytes  # the rendered context (summary and exchanges) as a JSON string, quotes included
-    # False only where the store knows no stored run serves the thread (its served mark: seed 004's
-    # evidence then needs no trace query, once the namespace's marks are complete); True: ask
-    served: bool = field(default=True, compare=False)
+    # the thread's served mark as stored (`projections.traces.Served.links`): the links of the runs that
+    # serve its exchanges, which seed 004's evidence joins without a trace query; None: no mark
+    served: bytes | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -98,7 +98,7 @@ class ReadyThread:
         ids: tuple[str, ...],
         texts: bytes,
         views: bytes,
-        served: bool = True,
+        served: bytes | None = None,
     ) -> ReadyThread:
         """From the concatenated fragments as stored (`texts`: the rendered exchanges' string bodies;
         `views`: the views, each after its comma) of the exchanges `ids`, in order."""
@@ -113,7 +113,7 @@ class ReadyThread:
         lead: bytes,
         texts: bytes,
         views: bytes,
-        served: bool = True,
+        served: bytes | None = None,
     ) -> ReadyThread:
         """`of`, given the thread's `lead_body` (a store may keep it with the head it was made from)."""
         return cls(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from projections.archives import parse_thread, thread_ref
@@ -66,29 +66,65 @@ def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[s
     }
 
 
-def served_threads(docs: Iterable[dict[str, Any]], now_ms: int) -> dict[ThreadKey, int]:
+@dataclass(frozen=True)
+class Served:
+    """What a thread's served mark holds (seed 004's evidence): a line of JSON per link of a stored run
+    to the exchange (and call) it served in the thread, each with its run's `expires_at`, and the
+    latest of those ends, until which the mark is kept. A context read joins the tool calls from the
+    links alone, so it asks the trace store nothing."""
+
+    links: bytes
+    until_ms: int
+
+
+def link_line(doc: dict[str, Any]) -> bytes:
+    """A stored run's link, as its thread's mark keeps it: what `projections.evidence.latest_runs` reads."""
+    link = {
+        "exchange_id": doc["exchange_id"],
+        "call_index": doc.get("call_index"),
+        "run_id": doc["run_id"],
+        "started_at": int(doc.get("started_at") or 0),
+        "expires_at": int(doc.get("expires_at") or 0),
+    }
+    return json.dumps(link, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def served_threads(docs: Iterable[dict[str, Any]], now_ms: int) -> dict[ThreadKey, Served]:
     """The threads these stored runs serve (seed 004: the exchange a run served, in its thread), each with
-    the latest `expires_at` of its runs there: what a context read must ask the traces about. A run
-    that served no exchange, or that has expired by `now_ms`, marks nothing."""
-    served: dict[ThreadKey, int] = {}
+    its runs' links and the latest `expires_at` of them. A run that served no exchange, or that has
+    expired by `now_ms`, marks nothing."""
+    served: dict[ThreadKey, Served] = {}
     for doc in docs:
         ref, expires_at = doc.get("exchange_thread"), int(doc.get("expires_at") or 0)
-        if not isinstance(ref, str) or expires_at <= now_ms:
+        if not isinstance(ref, str) or expires_at <= now_ms or doc.get("exchange_id") is None:
             continue
         try:
             key = ThreadKey(str(doc["tenant"]), *parse_thread(ref))
         except InvalidEvent:
             continue  # not a thread memlog writes: no context read names it
-        served[key] = max(expires_at, served.get(key, 0))
+        served = merge_served(served, {key: Served(link_line(doc), expires_at)})
     return served
 
 
-def merge_served(left: dict[ThreadKey, int], right: dict[ThreadKey, int]) -> dict[ThreadKey, int]:
-    """Two sets of served marks as one: each thread until the later of its two ends."""
+def merge_served(left: dict[ThreadKey, Served], right: dict[ThreadKey, Served]) -> dict[ThreadKey, Served]:
+    """Two sets of served marks as one: each thread with the links of both, until the later of its two ends."""
     merged = dict(left)
-    for key, until_ms in right.items():
-        merged[key] = max(until_ms, merged.get(key, 0))
+    for key, mark in right.items():
+        known = merged.get(key)
+        merged[key] = mark if known is None else Served(known.links + mark.links, max(known.until_ms, mark.until_ms))
     return merged
+
+
+def served_links(links: bytes, now_ms: int) -> list[dict[str, Any]]:
+    """The unexpired links a mark holds (a line twice, as a redelivered batch may write it, is one link)."""
+    found = []
+    for line in dict.fromkeys(links.splitlines()):
+        if not line:
+            continue
+        link = json.loads(line)
+        if int(link.get("expires_at", 0)) > now_ms:
+            found.append(link)
+    return found
 
 
 def shape(doc: dict[str, Any]) -> dict[str, Any]:

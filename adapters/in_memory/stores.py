@@ -23,7 +23,7 @@ from projections.session import (
     ThreadKey,
     after,
 )
-from projections.traces import merge_served, served_threads
+from projections.traces import Served, merge_served, served_threads
 from schemas.events import AUTOMATION_THREAD, PUBLIC_THREAD
 
 
@@ -45,7 +45,7 @@ class InMemorySessionStore(InMemoryCheckpoints):
         self._heads: dict[ThreadKey, tuple[SessionHead, int, int]] = {}  # head, applied offset, expires_at
         self._exchanges: dict[ThreadKey, dict[str, Exchange]] = {}
         self._edits: dict[ThreadKey, int] = {}  # changes made outside the log's order (erased lines)
-        self._served: dict[ThreadKey, int] = {}  # served marks: until when (epoch ms)
+        self._served: dict[ThreadKey, Served] = {}  # served marks
         self._marks_complete = False
         self.now_ms = 0  # the clock reads consult; tests move it
 
@@ -116,9 +116,11 @@ class InMemorySessionStore(InMemoryCheckpoints):
         if session is None:
             return None
         version = thread_version(self._heads[key][1], self._edits.get(key, 0))
-        return replace(ReadyThread.of_session(key, session, version), served=self._served.get(key, 0) > self.now_ms)
+        mark = self._served.get(key)
+        served = None if mark is None or mark.until_ms <= self.now_ms else mark.links
+        return replace(ReadyThread.of_session(key, session, version), served=served)
 
-    async def mark_served(self, served: dict[ThreadKey, int]) -> None:
+    async def mark_served(self, served: dict[ThreadKey, Served]) -> None:
         self._served = merge_served(self._served, served)
 
     async def served_marks_complete(self) -> bool:
@@ -266,7 +268,7 @@ class InMemoryTraceStore(InMemoryCheckpoints):
         found.sort(key=lambda doc: (doc["started_at"], doc["run_id"]), reverse=True)
         return copy.deepcopy(found[:limit])
 
-    async def served_threads(self, now_ms: int) -> dict[ThreadKey, int]:
+    async def served_threads(self, now_ms: int) -> dict[ThreadKey, Served]:
         return served_threads(self._runs.values(), now_ms)
 
     async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:

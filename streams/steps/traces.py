@@ -1,6 +1,6 @@
 """The trace projection: RunTraced events into MongoDB, redacted once more on the way in; and each
-stored run's thread marked served (`ServedMarks`), so a context read of a thread no run serves asks
-the traces nothing."""
+stored run's link added to its thread's served mark (`ServedMarks`), so a context read joins its tool
+calls to their runs without asking the traces."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from projections.folded import Folded
 from projections.position import Position
 from projections.ready import ReadyThread
 from projections.session import Exchange, Segment, SessionChange, SessionWrite, ThreadKey, ToolCall
+from projections.traces import Served
 from schemas.events import now_ms
 
 # redis-py's cluster client closes its node connections without waiting for their sockets, which
@@ -146,7 +147,7 @@ async def test_every_write_keeps_the_read_meta_current(store: RedisSessionStore,
             held = [e for e in held if (e.subject or "") != first or not first]
             fast = not any(erased.values())  # an erasure of lines drops the ready context: made afresh
         elif kind == "served":
-            await store.mark_served({key: at + TTL})
+            await store.mark_served({key: Served(b"", at + TTL)})
         await _agrees(store, key, fast=fast)
 
 
@@ -233,7 +234,7 @@ async def test_the_meta_lives_and_goes_with_its_thread(store: RedisSessionStore)
     key, at = ThreadKey.session("castle", "cat"), now_ms()
     base = thread_base(store._prefix, key)
     await _write(store, 0, key, _change(Exchange("x1", "q1"), at))
-    await store.mark_served({key: at + 2 * TTL})
+    await store.mark_served({key: Served(b'{"exchange_id":"x1","run_id":"r","expires_at":0}\n', at + 2 * TTL)})
     await _agrees(store, key)
     client = store._redis
     expiries = {await client.pexpiretime(f"{base}:{part}") for part in "hxortvm"}

@@ -28,11 +28,18 @@ from projections.session import (
     apply_event,
 )
 from projections.tokens import TokenCounter
+from projections.traces import Served, link_line, served_links
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
 from streams.steps.sessions import SessionStep
 
 TTL = 3_600_000
 KEY = ThreadKey.session("castle", "ann")
+
+
+def _mark(until_ms: int, run_id: str = "r1") -> Served:
+    """A served mark of one run serving KEY's exchange x1, kept until `until_ms`."""
+    link = {"exchange_id": "x1", "run_id": run_id, "started_at": until_ms - 1, "expires_at": until_ms}
+    return Served(link_line(link), until_ms)
 
 
 def _env(at: int, tenant: str = "castle") -> Envelope:
@@ -480,16 +487,21 @@ class SessionStoreContract:
         await self._apply(store, QuestionAsked(_env(clock), "y1", "who?"), 1, clock, count_tokens, key=other)
         ready = await store.read_ready(KEY)
         assert ready is not None and not ready.served
-        await store.mark_served({KEY: clock - 60_000})  # its run has ended already: no mark
+        await store.mark_served({KEY: _mark(clock - 60_000)})  # its run has ended already: no mark
         assert not (await self._read_ready(store, KEY)).served
-        await store.mark_served({KEY: clock + 600_000})
-        await store.mark_served({KEY: clock + 600_000})  # again: idempotent
-        await store.mark_served({KEY: clock + 60_000})  # an earlier end never shortens it
-        await store.mark_served({KEY: clock - 60_000})
+        await store.mark_served({KEY: _mark(clock + 600_000)})
+        await store.mark_served({KEY: _mark(clock + 600_000)})  # again: idempotent
+        await store.mark_served({KEY: _mark(clock + 60_000)})  # an earlier end never shortens it
+        await store.mark_served({KEY: _mark(clock - 60_000)})
         assert (await self._read_ready(store, KEY)).served
         assert not (await self._read_ready(store, other)).served  # marks stay with their thread
         await self._apply(store, AnswerGiven(_env(clock), "x1", "there"), 2, clock, count_tokens)
         assert (await self._read_ready(store, KEY)).served  # writes keep it
+        links = served_links((await self._read_ready(store, KEY)).served or b"", clock)
+        assert [(link["run_id"], link["expires_at"]) for link in links] == [
+            ("r1", clock + 600_000),
+            ("r1", clock + 60_000),
+        ]  # a link written twice reads as one; an expired one not at all
 
     async def _read_ready(self, store: SessionStore, key: ThreadKey) -> ReadyThread:
         ready = await store.read_ready(key)
@@ -500,7 +512,7 @@ class SessionStoreContract:
         self, store: SessionStore, clock: int, count_tokens: TokenCounter
     ) -> None:
         await self._apply(store, QuestionAsked(_env(clock), "x1", "where?"), 0, clock, count_tokens)
-        await store.mark_served({KEY: clock + 600_000})
+        await store.mark_served({KEY: _mark(clock + 600_000)})
         await store.erase_subject("castle", "ann")
         await self._apply(store, QuestionAsked(_env(clock), "x2", "again?"), 1, clock, count_tokens)
         assert not (await self._read_ready(store, KEY)).served

@@ -14,7 +14,7 @@ from projections.ports import TraceStore
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.session import ThreadKey
-from projections.traces import DAY_MS, trace_document
+from projections.traces import DAY_MS, served_links, trace_document
 from schemas.events import Envelope, ModelStep, RunTraced, now_ms
 from schemas.limits import INT64_MAX
 
@@ -165,12 +165,17 @@ class TraceStoreContract:
         )
         served = await traces.served_threads(NOW)
         until = NOW + KEEP_DAYS * DAY_MS  # every run here ends now
-        assert served == {
+        assert {key: mark.until_ms for key, mark in served.items()} == {
             ThreadKey.session("castle", "ann"): until,
             ThreadKey.public("castle"): until,
             ThreadKey.automation("forge", "allay"): until,
             ThreadKey.session("castle", "bob"): until,
         }
+        links = served_links(served[ThreadKey.session("castle", "ann")].links, NOW)
+        assert sorted((link["run_id"], link["exchange_id"], link["call_index"]) for link in links) == [
+            ("r1", "x1", 0),
+            ("r2", "x2", None),
+        ]
         assert await traces.served_threads(until) == {}  # all expired by then
 
     async def test_a_run_ending_at_the_end_of_int64_is_stored_and_kept(self, traces: TraceStore) -> None:
@@ -180,7 +185,8 @@ class TraceStoreContract:
         assert doc["expires_at"] == INT64_MAX
         assert await traces.append([doc]) == 1
         assert await traces.get("castle", "r-end", NOW) == doc
-        assert await traces.served_threads(NOW) == {ThreadKey.session("castle", "ann"): INT64_MAX}
+        served = await traces.served_threads(NOW)
+        assert {key: mark.until_ms for key, mark in served.items()} == {ThreadKey.session("castle", "ann"): INT64_MAX}
 
     async def test_checkpoints_only_move_forward(self, traces: TraceStore) -> None:
         assert await traces.applied("traces", 1) == -1

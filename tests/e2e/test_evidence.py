@@ -5,6 +5,7 @@ found by search."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,10 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
+from pymongo import monitoring
+from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStartedEvent, CommandSucceededEvent
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, run_cli, start_api, start_worker
+from memlog.services import open_services
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
@@ -142,6 +146,46 @@ async def test_a_run_and_the_exchange_it_served_link_both_ways(http: httpx.Async
     }
     entry = (await http.get(f"{thread}/entries/{exchange_id}.t1")).json()
     assert entry["run_id"] == run_id
+
+
+class Commands(CommandListener):
+    """Every MongoDB command a client of this process starts, once it is registered."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def started(self, event: CommandStartedEvent) -> None:  # type: ignore[override]
+        self.names.append(event.command_name)
+
+    def succeeded(self, event: CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: CommandFailedEvent) -> None:
+        pass
+
+
+async def test_a_plain_context_read_of_a_served_thread_asks_mongodb_nothing(
+    live: tuple[Settings, Settings], http: httpx.AsyncClient
+) -> None:
+    """The runs that served a thread's calls are linked in its served mark, read with the thread: the
+    read is Redis alone (seed 004's evidence included), as the API's shortcut makes it."""
+    subject, exchange_id, run_id = f"tim-{uuid.uuid4().hex[:8]}", str(uuid.uuid4()), f"run-{uuid.uuid4().hex}"
+    body = {"tenant": "castle", "subject": subject, "exchange_id": exchange_id, "question": "where?"}
+    await posted(http, "/v1/exchanges", {**body, "tool_calls": [{"name": "find_base", "result": {"x": 1}}]})
+    run = await posted(http, "/v1/runs", a_run(run_id, subject, exchange_id=exchange_id, call_index=0))
+    commands = Commands()
+    monitoring.register(commands)  # for the clients made after this; it only records
+    async with open_services(live[0], producer=True) as services:
+        read = await services.contexts.ready_session(
+            "castle", subject, question=None, agent=None, after=run["position"], wait=30
+        )
+        commands.names.clear()
+        for _ in range(3):
+            read = await services.contexts.ready_session(
+                "castle", subject, question=None, agent=None, after=None, wait=None
+            )
+            assert [c["run_id"] for c in json.loads(read.exchanges_json)[0]["tool_calls"]] == [run_id]
+        assert commands.names == []
 
 
 async def test_a_run_of_another_thread_does_not_link(http: httpx.AsyncClient) -> None:

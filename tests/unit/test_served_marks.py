@@ -1,6 +1,7 @@
-"""Served marks (issue 16): a context read asks the trace store about a thread's runs only where a run
-may serve it. The pure rules (`projections.traces.served_threads`, `merge_served`), and the read, the
-trace projection and the upgrade path over the in-memory stores, with the trace store's reads counted."""
+"""Served marks (issues 16, 38): a context read joins a thread's tool calls to the runs linked in its
+mark, read with the thread, and asks the trace store only until the namespace's marks are complete.
+The pure rules (`projections.traces.served_threads`, `merge_served`), and the read, the trace
+projection and the upgrade path over the in-memory stores, with the trace store's reads counted."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from projections.archives import parse_thread, thread_ref
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.session import Exchange, SessionChange, SessionWrite, ThreadKey, ThreadPolicy
-from projections.traces import DAY_MS, merge_served, served_threads, trace_document
+from projections.traces import DAY_MS, merge_served, served_links, served_threads, trace_document
 from schemas.events import Envelope, RunTraced, now_ms
 from streams.steps.traces import TraceStep
 from tests.unit.strategies import names
@@ -34,27 +35,36 @@ threads = st.one_of(
 )
 
 
-def doc(key: ThreadKey, expires_at: int, served: bool = True) -> dict[str, Any]:
+def doc(key: ThreadKey, expires_at: int, served: bool = True, run_id: str = "r") -> dict[str, Any]:
     ref = thread_ref(key.thread, key.owner) if served else None
-    return {"tenant": key.tenant, "exchange_thread": ref, "expires_at": expires_at}
+    link = {"run_id": run_id, "exchange_id": "x1", "call_index": None, "started_at": 0}
+    return {"tenant": key.tenant, "exchange_thread": ref, "expires_at": expires_at, **link}
 
 
 @given(st.lists(st.tuples(threads, st.integers(0, 10**15), st.booleans())), st.integers(0, 10**15))
-def test_served_threads_keep_each_threads_latest_unexpired_end(runs: list[Any], now: int) -> None:
-    docs = [doc(key, at, served) for key, at, served in runs]
-    expected: dict[ThreadKey, int] = {}
-    for key, at, served in runs:
+def test_served_threads_keep_each_threads_unexpired_links_until_their_latest_end(runs: list[Any], now: int) -> None:
+    docs = [doc(key, at, served, run_id=f"r{n}") for n, (key, at, served) in enumerate(runs)]
+    expected: dict[ThreadKey, tuple[int, list[str]]] = {}
+    for n, (key, at, served) in enumerate(runs):
         if served and at > now:
-            expected[key] = max(at, expected.get(key, 0))
-    assert served_threads(docs, now) == expected
+            until, ids = expected.get(key, (0, []))
+            expected[key] = (max(at, until), [*ids, f"r{n}"])
+    found = served_threads(docs, now)
+    assert {
+        key: (mark.until_ms, [link["run_id"] for link in served_links(mark.links, now)]) for key, mark in found.items()
+    } == expected
 
 
 @given(st.lists(st.tuples(threads, st.integers(1, 10**15))), st.integers(0, 20))
 def test_served_marks_merge_as_one_list(runs: list[tuple[ThreadKey, int]], cut: int) -> None:
-    docs = [doc(key, at) for key, at in runs]
+    docs = [doc(key, at, run_id=f"r{n}") for n, (key, at) in enumerate(runs)]
     whole = served_threads(docs, 0)
     assert merge_served(served_threads(docs[:cut], 0), served_threads(docs[cut:], 0)) == whole
-    assert merge_served(served_threads(docs[cut:], 0), served_threads(docs[:cut], 0)) == whole
+    swapped = merge_served(served_threads(docs[cut:], 0), served_threads(docs[:cut], 0))
+    assert swapped.keys() == whole.keys()
+    for key, mark in swapped.items():  # the same links, in another order
+        assert mark.until_ms == whole[key].until_ms
+        assert sorted(mark.links.splitlines()) == sorted(whole[key].links.splitlines())
 
 
 @given(threads)
@@ -116,10 +126,11 @@ async def test_a_thread_no_run_serves_is_read_without_asking_the_traces_once_mar
 
     step = TraceStep(traces, sessions, Redactor.build(), keep_days=7)
     await step([(a_run(ANN, "r1"), Position("traces", 0, 0))])
-    assert await run_ids(contexts, ANN) == ["r1"]
-    assert traces.asked == 2
-    assert await run_ids(contexts, BOB) == [None]  # still unmarked
-    assert traces.asked == 2
+    assert await run_ids(contexts, ANN) == ["r1"]  # from the thread's mark: the traces are not asked
+    await step([(a_run(ANN, "r2"), Position("traces", 0, 1))])  # a later run of the same exchange
+    assert await run_ids(contexts, ANN) == ["r2"]
+    assert await run_ids(contexts, BOB) == [None]  # no mark, and marks are complete: no run serves it
+    assert traces.asked == 1
 
 
 async def test_runs_stored_before_marks_are_marked_before_any_read_trusts_them() -> None:
@@ -137,4 +148,4 @@ async def test_runs_stored_before_marks_are_marked_before_any_read_trusts_them()
     asked = traces.asked
     assert await run_ids(contexts, ANN) == ["r0"]
     assert await run_ids(contexts, BOB) == [None]
-    assert traces.asked == asked + 1  # ann's thread only
+    assert traces.asked == asked  # ann's run is linked in her mark
