@@ -31,7 +31,6 @@ from adapters.mongo_entries import (
     entry_of_doc,
     group_doc,
     runs,
-    sharing,
 )
 from adapters.mongo_entries import where as _where
 from adapters.mongo_groups import ArchiveGroupWrites, Held, duplicates, thread_of
@@ -96,6 +95,7 @@ def _meta(doc: dict[str, Any]) -> ConversationMeta:
         label=doc.get("label"),
         open_exchange=doc.get("open_exchange"),
         generations=tuple(doc.get("generations", ())),
+        entries=doc["n"] if isinstance(doc.get("n"), int) and not isinstance(doc.get("n"), bool) else None,
     )
 
 
@@ -457,7 +457,7 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
     ) -> list[Entry]:
         query = self.candidate_query(tenant, thread, owner, terms, conversation=conversation)
         with mongo_errors():
-            docs = sharing(entries_of(await self._entries.find(query, WITHOUT_TERMS).to_list()), terms)
+            docs = entries_of(await self._entries.find(query, WITHOUT_TERMS).to_list())  # whole exchanges
         found = (entry_of_doc(d) for d in docs)
         return [
             e

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from projections.archives import NEVER, ConversationRef, Entry, tokens
+from projections.archives import NEVER, ConversationRef, Entry
 from schemas.events import KEY_SEPARATOR
 
 GROUPS = "entry_groups"
@@ -232,14 +232,6 @@ def entry_docs(group: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def entries_of(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [doc for group in groups for doc in entry_docs(group)]
-
-
-def sharing(docs: Iterable[dict[str, Any]], terms: Sequence[str]) -> list[dict[str, Any]]:
-    """The entries (of groups found by their terms) that share a term themselves: all when no terms."""
-    if not terms:
-        return list(docs)
-    wanted = set(terms)
-    return [doc for doc in docs if not wanted.isdisjoint(tokens(str(doc.get("text", ""))))]
 
 
 def entry_of_doc(doc: dict[str, Any]) -> Entry:

@@ -15,7 +15,7 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters.mongo_entries import GROUPS, WITHOUT_ORIGINALS, entries_of, entry_of_doc, sharing
+from adapters.mongo_entries import GROUPS, WITHOUT_ORIGINALS, entries_of, entry_of_doc
 from adapters.mongo_store import mongo_errors
 from projections.archives import Entry
 
@@ -53,4 +53,4 @@ class MongoArchiveSearch:
     async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
         with mongo_errors():
             groups = await self._entries.find(self.across_query(tenant, terms, agent=agent), CANDIDATE_FIELDS).to_list()
-        return [entry_of_doc(d) for d in sharing(entries_of(groups), terms)]
+        return [entry_of_doc(d) for d in entries_of(groups)]  # whole exchanges: ranked as one document

@@ -20,6 +20,7 @@ from projections.archives import (
     ConversationMeta,
     ConversationRef,
     Entry,
+    Key,
     RetentionPolicy,
     Scope,
     binding,
@@ -29,14 +30,14 @@ from projections.archives import (
     match,
     parse_thread,
     plan_retention,
-    rank,
     retention_reason,
     thread_ref,
-    tokens,
 )
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narrow, zone
 from projections.ports import ConversationArchive, Idempotency
 from projections.position import Position
+from projections.ranking import Grouping, rank, search_position
+from projections.relevance import query_of
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NotFound, NothingToDo, TargetExists
 from schemas.events import (
@@ -138,8 +139,10 @@ class Conversations:
         cursor: str | None = None,
         day: str | None = None,
         tz: str | None = None,
+        group: Grouping = "exchange",
     ) -> dict[str, Any]:
-        """`day` (YYYY-MM-DD in `tz`, UTC by default) narrows since/until to that local day (intersected)."""
+        """`day` (YYYY-MM-DD in `tz`, UTC by default) narrows since/until to that local day (intersected).
+        One result per exchange (`group`), ranked by BM25 over the thread's exchanges (projections/ranking.py)."""
         if not query.strip():
             raise InvalidEvent("q", "must not be empty")
         since, until = narrow(since, until, day, tz)
@@ -147,30 +150,33 @@ class Conversations:
             raise InvalidEvent("neighbours", f"must be 0 to {MAX_NEIGHBOUR_RADIUS}")
         if not 1 <= limit <= MAX_RESULTS:
             raise InvalidEvent("limit", f"must be 1 to {MAX_RESULTS}")
-        bound = binding("search", tenant, thread, owner, scope, conversation, query, since, until)
-        after: tuple[int, int, int, str] | None = None
+        bound = binding("search", tenant, thread, owner, scope, conversation, query, since, until, group)
+        asked = query_of(query)  # InvalidEvent('q') past MAX_QUERY_TERMS
+        after: Key | None = None
+        documents: int | None = None
         if cursor:
             snapshot, position = decode_cursor(cursor, bound)
-            if len(position) != 4:
-                raise InvalidEvent("cursor", "is not a search cursor")
-            after = (int(position[0]), int(position[1]), int(position[2]), str(position[3]))
+            after, documents = search_position(position)
         else:
             if conversation is not None:
                 await self.known(ConversationRef(tenant, thread, owner, conversation))
             snapshot = await self.snapshot(tenant, thread, owner)
-        wanted = sorted(set(tokens(query)))
-        candidates = await self.store.candidates(
-            tenant,
-            thread,
-            owner,
-            wanted,
-            conversation=conversation,
-            scope=scope,
-            snapshot=snapshot,
-            since=since,
-            until=until,
-        )
-        hits = rank(query, candidates, after=after, limit=limit + 1)
+        candidates: list[Entry] = []
+        if asked.terms:  # no word at all: nothing the index can find, and the archive is never read whole
+            candidates = await self.store.candidates(
+                tenant,
+                thread,
+                owner,
+                asked.lookup,
+                conversation=conversation,
+                scope=scope,
+                snapshot=snapshot,
+                since=since,
+                until=until,
+            )
+        if documents is None:
+            documents = await self.documents(tenant, thread, owner, candidates)
+        hits = rank(query, candidates, after=after, limit=limit + 1, documents=documents, group=group)
         more = len(hits) > limit
         hits = hits[:limit]
         by_conversation: dict[ConversationRef, list[int]] = {}
@@ -190,13 +196,15 @@ class Conversations:
             item = _brief(hit.entry, hit.found.at, snapshot)
             item["match"] = "phrase" if hit.found.phrase else "tokens"
             item["coverage"] = hit.found.coverage
+            item["score"] = round(hit.found.score, 4)
+            item["also"] = [{"entry_id": e.entry_id, "role": e.role, "seq": str(e.seq)} for e in hit.also]
             item["source_ref"] = {"entry_id": hit.entry.entry_id, "conversation": hit.entry.ref.conversation}
             near = nearby.get((hit.entry.ref, hit.entry.seq), [])
             item["neighbours"] = [
                 _brief(n, _centre(query, n.text), snapshot) for n in near if scope == "history" or n.reset_at > snapshot
             ]
             results.append(item)
-        next_cursor = encode_cursor(bound, snapshot, list(hits[-1].key)) if more and hits else None
+        next_cursor = encode_cursor(bound, snapshot, [*hits[-1].key, documents]) if more and hits else None
         if self.evidence is not None:
             await self.evidence.entries(tenant, results)
         return {
@@ -206,6 +214,16 @@ class Conversations:
             "results": results,
             "next_cursor": next_cursor,
         }
+
+    async def documents(self, tenant: str, thread: str, owner: str, candidates: list[Entry]) -> int | None:
+        """How many exchanges the thread holds, for BM25's idf: its entries (the conversations' counts of
+        places) over the candidates' entries per exchange. None when a conversation has no count."""
+        metas = await self.store.conversations(tenant, thread, owner)
+        if not metas or any(m.entries is None for m in metas):
+            return None
+        exchanges = len({(e.ref, e.exchange_id or e.entry_id) for e in candidates})
+        per = len({(e.ref, e.entry_id) for e in candidates}) / exchanges if exchanges else 1.0
+        return round(sum(m.entries or 0 for m in metas) / max(per, 1.0))
 
     # --- calendar ---------------------------------------------------------------------------
 

@@ -15,15 +15,14 @@ from projections.archives import (
     MAX_RESULTS,
     ConversationRef,
     Entry,
-    Hit,
     Scope,
     binding,
     excerpt,
     match,
-    rank,
-    tokens,
 )
 from projections.ports import ArchiveSearch, Checkpoints, ConversationArchive
+from projections.ranking import Grouping, Hit, rank
+from projections.relevance import query_of
 from projections.search import (
     Marks,
     across_key,
@@ -79,6 +78,7 @@ class CrossSearch:
         radius: int = 1,
         limit: int = 20,
         cursor: str | None = None,
+        group: Grouping = "exchange",
     ) -> dict[str, Any]:
         check_name("tenant", tenant)
         if not query.strip():
@@ -87,15 +87,19 @@ class CrossSearch:
             raise InvalidEvent("neighbours", f"must be 0 to {MAX_NEIGHBOUR_RADIUS}")
         if not 1 <= limit <= MAX_RESULTS:
             raise InvalidEvent("limit", f"must be 1 to {MAX_RESULTS}")
-        bound = binding("across", tenant, agent, scope, query, since, until)
-        after, marks = None, None
+        bound = binding("across", tenant, agent, scope, query, since, until, group)
+        asked = query_of(query)  # InvalidEvent('q') past MAX_QUERY_TERMS
+        after, marks, documents = None, None, None
         if cursor:
-            marks, after = decode_cursor(cursor, bound)
-        found = await self.search.across(tenant, sorted(set(tokens(query))), agent=agent)
+            marks, after, documents = decode_cursor(cursor, bound)
+        # no word at all: nothing the index can find, and the archive is never read whole
+        found = await self.search.across(tenant, asked.lookup, agent=agent) if asked.terms else []
         if marks is None:
             marks = await self._snapshot(found)  # the first page: the run's snapshot
+        if documents is None:
+            documents = await self._documents(tenant, found)
         candidates = [e for e in found if visible(e, marks, scope, since, until)]
-        hits = rank(query, candidates, after=after, limit=limit + 1, key=across_key)
+        hits = rank(query, candidates, after=after, limit=limit + 1, key=across_key, documents=documents, group=group)
         more = len(hits) > limit
         hits = hits[:limit]
         nearby = await self._neighbours(hits, radius, marks, scope, agent, found) if radius else {}
@@ -104,6 +108,8 @@ class CrossSearch:
             item = _brief(hit.entry, hit.found.at, marks)
             item["match"] = "phrase" if hit.found.phrase else "tokens"
             item["coverage"] = hit.found.coverage
+            item["score"] = round(hit.found.score, 4)
+            item["also"] = [{"entry_id": e.entry_id, "role": e.role, "seq": str(e.seq)} for e in hit.also]
             item["source_ref"] = {
                 "entry_id": hit.entry.entry_id,
                 "conversation": hit.entry.ref.conversation,
@@ -118,8 +124,17 @@ class CrossSearch:
             "scope": scope,
             "snapshot": {part: str(at) for part, at in sorted(marks.items())},
             "results": results,
-            "next_cursor": encode_cursor(bound, marks, hits[-1].key) if more and hits else None,
+            "next_cursor": encode_cursor(bound, marks, hits[-1].key, documents) if more and hits else None,
         }
+
+    async def _documents(self, tenant: str, found: list[Entry]) -> int | None:
+        """How many exchanges the tenant holds, for BM25's idf (as Conversations.documents counts a thread's)."""
+        metas = await self.archive.conversations(tenant)
+        if not metas or any(m.entries is None for m in metas):
+            return None
+        exchanges = len({(e.ref, e.exchange_id or e.entry_id) for e in found})
+        per = len({(e.ref, e.entry_id) for e in found}) / exchanges if exchanges else 1.0
+        return round(sum(m.entries or 0 for m in metas) / max(per, 1.0))
 
     async def _snapshot(self, found: list[Entry]) -> Marks:
         """Per partition a candidate came from, the highest offset applied there now."""

@@ -20,10 +20,11 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from projections import relevance
 from projections.evidence import answered
 from projections.forgetting import is_forgotten_call
 from projections.position import Position
@@ -142,6 +143,7 @@ class ConversationMeta:
     open_exchange: str | None = None  # a question without its answer yet: the conversation is running
     generations: tuple[str, ...] = ()  # archived generations, oldest first
     created_by: int = -1  # offset of the event that created it (a fork reserves its target with it)
+    entries: int | None = field(default=None, compare=False)  # its count of places, where the store keeps one
 
     @property
     def running(self) -> bool:
@@ -171,48 +173,48 @@ _SPACE = re.compile(r"\s+")
 
 
 def tokens(text: str) -> list[str]:
-    """ASCII runs, lowercased (004: "ASCII token coverage")."""
+    """ASCII runs, lowercased: the index keys of entries archived before words of every script."""
     return _TOKEN.findall(text.lower())
 
 
 def index_terms(text: str) -> tuple[str, ...]:
-    """Every distinct token of the entry, for the candidate index: none left out, so an entry the
-    matcher would match is always a candidate (the matcher, not the index, is the final authority).
+    """Every distinct stem of the entry (projections/relevance.py), for the candidate index: none left
+    out, so an entry the matcher would match is always a candidate (the matcher, not the index, is the
+    final authority).
 
-    One index key per distinct token; the body limit bounds how many (a 2 MiB entry keeps its
+    One index key per distinct stem; the body limit bounds how many (a 2 MiB entry keeps its
     terms inside MongoDB's 16 MiB document)."""
-    return tuple(sorted(set(tokens(text))))
+    return relevance.index_terms(text)
 
 
 @dataclass(frozen=True)
 class Match:
     phrase: bool
-    coverage: int  # distinct query tokens found
+    coverage: int  # distinct query terms found
     at: int  # where the excerpt centres
+    score: float = 0.0  # the exchange's BM25 score (projections/relevance.py)
 
 
-def _normal(text: str) -> str:
+def normal(text: str) -> str:
+    """Lower-cased, whitespace runs as one space: what a phrase is matched in."""
     return _SPACE.sub(" ", text.lower()).strip()
 
 
 def match(query: str, text: str) -> Match | None:
-    """Exact phrase first, then token coverage; a multi-term query needs two matching tokens (004)."""
-    wanted = list(dict.fromkeys(tokens(query)))
-    phrase = _normal(query)
+    """Exact phrase first, then any content term of the query (a stop word only when the query has
+    nothing else)."""
+    phrase = normal(query)
     if not phrase:
         return None
-    normal = _normal(text)
-    at = normal.find(phrase)
+    normalised = normal(text)
+    wanted = set(relevance.query_of(query).terms)
+    at = normalised.find(phrase)
     if at >= 0:
         return Match(True, len(wanted), at)
-    if not wanted:
-        return None  # no ASCII token: only the phrase can match (the fallback path)
-    have = set(tokens(text))
-    found = [token for token in wanted if token in have]
-    if len(found) < min(2, len(wanted)):
+    found = wanted.intersection(relevance.index_terms(text))
+    if not found:
         return None
-    first = min(m.start() for m in (re.search(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])", normal) for t in found) if m)
-    return Match(False, len(found), first)
+    return Match(False, len(found), relevance.locate(normalised, found))
 
 
 def excerpt(text: str, at: int, limit: int = EXCERPT_CHARS) -> str:
@@ -224,41 +226,13 @@ def excerpt(text: str, at: int, limit: int = EXCERPT_CHARS) -> str:
     return normal[start : start + limit]
 
 
-def rank_key(found: Match, entry: Entry) -> tuple[int, int, int, str]:
-    """Sort ascending: phrase matches, then more coverage, then newer, then by identity (stable paging)."""
-    return (0 if found.phrase else 1, -found.coverage, -entry.seq, entry.store_id)
+Key = tuple[int, int, int, str]
+SCORE_SCALE = 1_000_000  # a score in a key (and a cursor) is an integer: micro-units of BM25
 
 
-@dataclass(frozen=True)
-class Hit:
-    entry: Entry
-    found: Match
-    key: tuple[int, int, int, str]
-
-
-def rank(
-    query: str,
-    candidates: Iterable[Entry],
-    *,
-    after: tuple[int, int, int, str] | None,
-    limit: int,
-    key: Callable[[Match, Entry], tuple[int, int, int, str]] = rank_key,
-) -> list[Hit]:
-    """The page of matches after `after` in rank order (`key`), from one consistent candidate set.
-
-    Every candidate is matched and ranked before the page is cut, so no later match is ever dropped.
-    Duplicate identities (one entry seen twice) count once.
-    """
-    hits: dict[tuple[ConversationRef, str], Hit] = {}
-    for entry in candidates:
-        found = match(query, entry.text)
-        if found is None:
-            continue
-        hits.setdefault((entry.ref, entry.entry_id), Hit(entry, found, key(found, entry)))
-    ordered = sorted(hits.values(), key=lambda hit: hit.key)
-    if after is not None:
-        ordered = [hit for hit in ordered if hit.key > after]
-    return ordered[:limit]
+def rank_key(found: Match, entry: Entry) -> Key:
+    """Sort ascending: phrase matches, then BM25 score, then newer, then by identity (stable paging)."""
+    return (0 if found.phrase else 1, -round(found.score * SCORE_SCALE), -entry.seq, entry.store_id)
 
 
 # --- cursors --------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 An agent's explicit search covers the entries it took part in (every entry carries the agent of its
 event: its exchanges in subjects' sessions, its automation thread, its answers in the public thread);
 an operator's covers every thread of the tenant. Both rank as per-thread search does (exact phrase,
-then token coverage, then newer, then identity) and mark every result `enters_prompt: false`.
+then BM25 score over whole exchanges, then newer, then identity) and mark every result `enters_prompt: false`.
 
 One snapshot across threads. A thread's `seq` is an offset of the partition the thread lives on, so
 offsets of two threads do not compare, and a single number cannot say what a paging run saw. The
@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from projections.archives import NEVER, Entry, Match, Scope
+from projections.archives import NEVER, SCORE_SCALE, Entry, Match, Scope
 from schemas.errors import InvalidEvent
 
 FORKED = ">fork@"  # a fork copy's store id: the source's, then the fork's offset (projections.archives.forked)
@@ -77,28 +77,30 @@ def provenance(entry: Entry, marks: Mapping[str, int]) -> str:
 
 def across_key(found: Match, entry: Entry) -> Key:
     """Per-thread ranking with "newer" read from the time it occurred: offsets of two partitions do not compare."""
-    return (0 if found.phrase else 1, -found.coverage, -entry.occurred_at, entry.store_id)
+    return (0 if found.phrase else 1, -round(found.score * SCORE_SCALE), -entry.occurred_at, entry.store_id)
 
 
-def encode_cursor(bound: str, marks: Mapping[str, int], key: Key) -> str:
-    raw = json.dumps({"b": bound, "m": dict(marks), "p": list(key)}, separators=(",", ":")).encode()
+def encode_cursor(bound: str, marks: Mapping[str, int], key: Key, documents: int | None = None) -> str:
+    """`documents`: the run's count of exchanges (BM25's N), so every page scores as the first did."""
+    raw = json.dumps({"b": bound, "m": dict(marks), "p": list(key), "n": documents}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, bound: str) -> tuple[Marks, Key]:
-    """(marks, position) of a cursor issued for the same binding; InvalidEvent('cursor') otherwise."""
+def decode_cursor(cursor: str, bound: str) -> tuple[Marks, Key, int | None]:
+    """(marks, position, documents) of a cursor issued for the same binding; InvalidEvent('cursor') otherwise."""
     try:
         raw: Any = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        issued, held, position = str(raw["b"]), raw["m"], raw["p"]
+        issued, held, position, documents = str(raw["b"]), raw["m"], raw["p"], raw.get("n")
         if not isinstance(held, dict) or not isinstance(position, list) or len(position) != 4:
             raise ValueError("not a search cursor")
         marks = {str(part): _whole(at) for part, at in held.items()}
         key: Key = (_whole(position[0]), _whole(position[1]), _whole(position[2]), str(position[3]))
-    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError):
+        documents = None if documents is None else _whole(documents)
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error, UnicodeDecodeError, RecursionError):
         raise InvalidEvent("cursor", "is not a cursor memlog issued for a search across threads") from None
     if issued != bound:
         raise InvalidEvent("cursor", "was issued for another agent, tenant, scope, query or filter; start without it")
-    return marks, key
+    return marks, key, documents
 
 
 def _whole(value: Any) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -182,26 +182,31 @@ class InMemoryConversationArchive:
         since: int | None = None,
         until: int | None = None,
     ) -> list[Entry]:
-        wanted = set(terms)
         return [
             e
-            for e in self._entries.values()
-            if (e.ref.tenant, e.ref.thread, e.ref.owner) == (tenant, thread, owner)
+            for e in self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant)
+            if (e.ref.thread, e.ref.owner) == (thread, owner)
             and conversation in (None, e.ref.conversation)
             and in_scope(e, scope, snapshot)
-            and (not wanted or wanted & set(e.terms))
             and (since is None or e.occurred_at >= since)
             and (until is None or e.occurred_at < until)
         ]
 
-    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
-        """ArchiveSearch: the in-memory archive searches its own entries."""
+    def _exchanges_sharing(self, terms: list[str], within: Callable[[Entry], bool]) -> list[Entry]:
+        """The entries of every exchange one of whose entries shares a term (all without terms), as the
+        MongoDB archive's groups hold them."""
         wanted = set(terms)
+        held = [e for e in self._entries.values() if within(e)]
+        hit = {(e.ref, e.exchange_id) for e in held if e.exchange_id is not None and wanted & set(e.terms)}
         return [
             e
-            for e in self._entries.values()
-            if e.ref.tenant == tenant and agent in (None, e.agent) and (not wanted or wanted & set(e.terms))
+            for e in held
+            if not wanted or wanted & set(e.terms) or (e.exchange_id is not None and (e.ref, e.exchange_id) in hit)
         ]
+
+    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
+        """ArchiveSearch: the in-memory archive searches its own entries."""
+        return self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant and agent in (None, e.agent))
 
     async def entries(
         self,

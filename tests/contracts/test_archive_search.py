@@ -16,6 +16,7 @@ from config.settings import Settings
 from projections.archives import plan_archive
 from projections.ports import ArchiveSearch, ConversationArchive
 from projections.position import Position
+from projections.relevance import query_of
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent
 
 T0 = 1_795_000_000_000
@@ -62,9 +63,12 @@ class ArchiveSearchContract:
         archive, search = pair
         await _load(archive)
         found = await search.across("castle", ["chest", "red"], agent="smith")
-        assert sorted((e.ref.thread, e.ref.owner, e.entry_id) for e in found) == [
+        assert sorted((e.ref.thread, e.ref.owner, e.entry_id) for e in found) == [  # whole exchanges
+            ("automation", "smith", "s1.a"),
             ("automation", "smith", "s1.q"),
+            ("session", "ann", "a1.a"),
             ("session", "ann", "a1.q"),
+            ("session", "bob", "b1.a"),
             ("session", "bob", "b1.q"),
         ]
         assert {e.agent for e in found} == {"smith"}
@@ -73,14 +77,14 @@ class ArchiveSearchContract:
         archive, search = pair
         await _load(archive)
         found = await search.across("castle", ["chest"], agent=None)
-        assert sorted(e.entry_id for e in found) == ["a1.q", "a2.q", "b1.q", "p1.q", "s1.q"]
+        assert sorted(e.entry_id for e in found if e.role == "question") == ["a1.q", "a2.q", "b1.q", "p1.q", "s1.q"]
         assert {e.ref.tenant for e in found} == {"castle"}
 
     async def test_terms_narrow_and_no_terms_mean_every_entry(self, pair: Pair) -> None:
         archive, search = pair
         await _load(archive)
-        assert [e.entry_id for e in await search.across("castle", ["forge"], agent="smith")] == ["b1.q"]
-        assert await search.across("castle", ["forge"], agent="baker") == []
+        assert [e.entry_id for e in await search.across("castle", ["forg"], agent="smith")] == ["b1.q", "b1.a"]
+        assert await search.across("castle", ["forg"], agent="baker") == []
         everything = await search.across("castle", [], agent="baker")
         assert sorted(e.entry_id for e in everything) == ["a2.a", "a2.q", "p1.a", "p1.q"]
 
@@ -90,7 +94,8 @@ class ArchiveSearchContract:
         batch = Partitions().exchange(0, _env("castle", "session", "smith", "ann"), "x", "a long one", words)
         await archive.apply(plan_archive(batch))
         for agent in ("smith", None):
-            assert [e.entry_id for e in await search.across("castle", ["zymurgy"], agent=agent)] == ["x.a"]
+            found = await search.across("castle", query_of("zymurgy").lookup, agent=agent)
+            assert [e.entry_id for e in found] == ["x.q", "x.a"]
 
 
 class TestInMemoryArchiveSearch(ArchiveSearchContract):

@@ -19,6 +19,7 @@ from projections.archives import NEVER, ConversationRef, plan_archive
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, day_bounds
 from projections.ports import ConversationArchive
 from projections.position import Position
+from projections.relevance import query_of
 from schemas.events import (
     AnswerGiven,
     Envelope,
@@ -204,8 +205,8 @@ class ConversationArchiveContract:
         history = await archive.candidates(
             "castle", "session", "ann", ["diamond"], conversation=None, scope="history", snapshot=99
         )
-        assert [e.entry_id for e in current] == ["x1.q"]
-        assert sorted(e.entry_id for e in history) == ["x0.q", "x1.q"]
+        assert [e.entry_id for e in current] == ["x1.q", "x1.a"]  # whole exchanges
+        assert sorted(e.entry_id for e in history) == ["x0.a", "x0.q", "x1.a", "x1.q"]
 
     async def test_a_late_sorting_word_of_a_5000_token_entry_is_a_candidate(self, archive: ConversationArchive) -> None:
         log = Log()
@@ -213,9 +214,9 @@ class ConversationArchiveContract:
         await _apply(archive, log.exchange(0, "a long tool result", " ".join(words)))
         for word in ("zymurgy", "w04998", "w00000"):
             found = await archive.candidates(
-                "castle", "session", "ann", [word], conversation=None, scope="current", snapshot=99
+                "castle", "session", "ann", query_of(word).lookup, conversation=None, scope="current", snapshot=99
             )
-            assert [e.entry_id for e in found] == ["x0.a"], word
+            assert [e.entry_id for e in found] == ["x0.q", "x0.a"], word
 
     async def test_entries_are_counted_by_local_day_across_a_dst_change(self, archive: ConversationArchive) -> None:
         log = Log()

@@ -25,22 +25,25 @@ from projections.archives import (
     match,
     plan_archive,
     plan_retention,
-    rank,
     retention_reason,
 )
 from projections.position import Position
+from projections.ranking import rank
+from projections.relevance import query_of
 from schemas.errors import InvalidEvent
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ToolCalled
 
 
-def _entry(seq: int, text: str, conversation: str = "main") -> Entry:
+def _entry(
+    seq: int, text: str, conversation: str = "main", exchange: str | None = None, role: str = "question"
+) -> Entry:
     return Entry(
         ref=ConversationRef("t", "session", "ann", conversation),
-        entry_id=f"x{seq}.q",
+        entry_id=f"{exchange or f'x{seq}'}.{role[0]}",
         store_id=f"threads:0:{seq}",
         seq=seq,
-        exchange_id=f"x{seq}",
-        role="question",
+        exchange_id=exchange or f"x{seq}",
+        role=role,
         occurred_at=seq,
         text=text,
         original=None,
@@ -48,7 +51,7 @@ def _entry(seq: int, text: str, conversation: str = "main") -> Entry:
     )
 
 
-def test_exact_phrase_ranks_before_token_coverage() -> None:
+def test_exact_phrase_ranks_before_bm25() -> None:
     entries = [
         _entry(1, "iron pickaxe and a diamond sword"),
         _entry(2, "my diamond pickaxe broke"),
@@ -56,27 +59,62 @@ def test_exact_phrase_ranks_before_token_coverage() -> None:
         _entry(4, "Diamond   PICKAXE, again"),
     ]
     hits = rank("diamond pickaxe", entries, after=None, limit=10)
-    assert [(h.entry.seq, h.found.phrase) for h in hits] == [(4, True), (2, True), (1, False)]
+    assert [(h.entry.seq, h.found.phrase) for h in hits] == [(4, True), (2, True), (1, False), (3, False)]
 
 
-def test_a_multi_term_query_needs_two_matching_tokens_and_a_single_term_one() -> None:
-    assert match("diamond pickaxe", "only diamond here") is None
-    assert match("diamond", "only diamond here") is not None
-    assert match("red iron gate", "a red gate") == match("red iron gate", "a red gate")
-    found = match("red iron gate", "a red gate")
-    assert found is not None and (found.phrase, found.coverage) == (False, 2)
+def test_rare_words_outweigh_common_ones_and_stop_words_count_for_nothing() -> None:
+    entries = [_entry(i, f"we went to the castle on day {i}") for i in range(1, 9)]
+    entries.append(_entry(9, "the builder suggested a moat of lava around the castle"))
+    entries.append(_entry(10, "the lava moat needs obsidian"))
+    hits = rank("what did the builder suggest for the moat?", entries, after=None, limit=10)
+    assert [h.entry.seq for h in hits] == [9, 10]  # the castle days share only stop words
+    assert rank("what did they say about it?", entries, after=None, limit=10) == []
+
+
+def test_a_query_of_stop_words_alone_still_matches_them() -> None:
+    hits = rank("to be or not", [_entry(1, "not to be"), _entry(2, "a castle")], after=None, limit=10)
+    assert [h.entry.seq for h in hits] == [1]
+
+
+def test_ties_fall_to_relevance_before_recency() -> None:
+    short, long = _entry(1, "spare diamonds"), _entry(2, "spare diamonds " + "and many other words " * 20)
+    assert [h.entry.seq for h in rank("spare diamonds", [long, short], after=None, limit=10)] == [1, 2]
+
+
+def test_one_result_per_exchange_with_its_other_matching_entries_named() -> None:
+    entries = [
+        _entry(1, "where are the spare diamonds?", exchange="x1"),
+        _entry(2, "I hid the spare diamonds under the oak", exchange="x1", role="answer"),
+        _entry(3, "oak planks are cheap", exchange="x3"),
+    ]
+    hits = rank("spare diamonds oak", entries, after=None, limit=10)
+    assert [(h.entry.entry_id, [e.entry_id for e in h.also]) for h in hits] == [("x1.a", ["x1.q"]), ("x3.q", [])]
+    by_entry = rank("spare diamonds oak", entries, after=None, limit=10, group="entry")
+    assert sorted(h.entry.entry_id for h in by_entry) == ["x1.a", "x1.q", "x3.q"]
+
+
+def test_words_of_every_script_are_found() -> None:
+    assert index_terms("Café au-lait 42") == ("42", "au", "cafe", "lait")
+    assert match("cafe", "Un café, s'il vous plaît") is not None
+    assert match("ёлки", "Мы купили ёлку и елки") is not None
+    assert match("日本", "東京と日本") is not None
+    assert match("日本", "東京") is None
+    entries = [_entry(1, "我们在东京见面"), _entry(2, "他在日本工作"), _entry(3, "日历")]
+    assert rank("日本", entries, after=None, limit=10)[0].entry.seq == 2
+    russian = [_entry(1, "Я спрятал запасные алмазы под дубом"), _entry(2, "Сегодня идёт дождь")]
+    assert [h.entry.seq for h in rank("где мои алмазы?", russian, after=None, limit=10)] == [1]
+
+
+def test_a_query_of_more_than_50_terms_is_refused_naming_q() -> None:
+    with pytest.raises(InvalidEvent, match="q"):
+        query_of(" ".join(f"w{n}" for n in range(1_000)))
+    assert len(query_of(" ".join(f"w{n}" for n in range(50)) + " the a of").terms) == 50
 
 
 def test_the_index_keeps_every_distinct_token_of_a_long_entry() -> None:
-    words = [f"w{n:05d}" for n in range(4_999)] + ["zymurgy"]
-    terms = index_terms(" ".join(reversed(words)) + " zymurgy")
-    assert len(terms) == 5_000 and terms[-1] == "zymurgy" and terms == tuple(sorted(words))
-
-
-def test_tokens_are_ascii_runs_and_other_scripts_match_by_phrase_only() -> None:
-    assert index_terms("Café au-lait 42") == ("42", "au", "caf", "lait")
-    assert match("日本", "東京と日本") is not None
-    assert match("日本", "東京") is None
+    words = [f"w{n:05d}" for n in range(4_999)] + ["zzz"]
+    terms = index_terms(" ".join(reversed(words)) + " zzz")
+    assert len(terms) == 5_000 and terms[-1] == "zzz" and terms == tuple(sorted(words))
 
 
 def test_excerpts_are_at_most_240_characters_and_hold_the_match() -> None:

@@ -73,21 +73,21 @@ async def test_an_agent_finds_its_own_entries_in_every_thread_ranked_phrase_firs
     _, search, _ = await world()
     page = await search.agent("castle", "smith", "red chest")
     assert [(r["thread"], r["entry_id"], r["match"]) for r in page["results"]] == [
-        ("session:bob", "x3.q", "phrase"),  # newer first among phrases: by when it occurred
-        ("session:ann", "x0.q", "phrase"),
+        ("session:ann", "x0.q", "phrase"),  # among phrases, BM25 (the shorter exchange) before recency
+        ("session:bob", "x3.q", "phrase"),
         ("session:ann", "x2.q", "tokens"),
     ]
     assert all(r["enters_prompt"] is False and r["agent"] == "smith" for r in page["results"])
     # neighbours are the agent's own entries: baker's answer just before x2.q is not shown
     assert [n["entry_id"] for n in page["results"][2]["neighbours"]] == ["x2.a"]
     everyone = await search.tenant("castle", "red chest")
-    assert [r["entry_id"] for r in everyone["results"]] == ["x3.q", "x1.q", "x0.q", "x2.q"]
+    assert [r["entry_id"] for r in everyone["results"]] == ["x0.q", "x3.q", "x1.q", "x2.q"]
 
 
 async def test_pages_keep_the_first_pages_snapshot_while_the_archive_moves() -> None:
     archive, search, log = await world()
     first = await search.agent("castle", "smith", "red chest", limit=1)
-    assert [r["entry_id"] for r in first["results"]] == ["x3.q"]
+    assert [r["entry_id"] for r in first["results"]] == ["x0.q"]
     # later: a newer phrase match, a reset of ann's session, a fork of bob's
     await archive.log(log.exchange(1, "bob", "smith", 9, "another red chest"))
     await archive.log(log.add(0, ThreadReset(_env("ann", "smith"))))
@@ -100,7 +100,7 @@ async def test_pages_keep_the_first_pages_snapshot_while_the_archive_moves() -> 
         seen += [r["entry_id"] for r in page["results"]]
         provenances += [r["provenance"] for r in page["results"]]
         cursor = page["next_cursor"]
-    assert seen == ["x3.q", "x0.q", "x2.q"]  # nothing appended, forked or reset since shows up
+    assert seen == ["x0.q", "x3.q", "x2.q"]  # nothing appended, forked or reset since shows up
     assert provenances == ["active", "active"]
     fresh = await search.agent("castle", "smith", "red chest", scope="current")
     assert [r["entry_id"] for r in fresh["results"]] == ["x9.q", "x9.q", "x3.q", "x3.q"]
@@ -129,9 +129,15 @@ async def test_bad_input_and_foreign_cursors_are_refused() -> None:
 
 
 def test_a_cursor_round_trips_and_rejects_wrong_shapes() -> None:
-    token = encode_cursor("b", {"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"))
-    assert decode_cursor(token, "b") == ({"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"))
-    shapes = ('{"b":"b","m":[],"p":[0,0,0,"s"]}', '{"b":"b","m":{},"p":[0,0,"s"]}', '{"b":"b","m":{"p":true},"p":[0]}')
+    token = encode_cursor("b", {"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"), 12)
+    assert decode_cursor(token, "b") == ({"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"), 12)
+    shapes = (
+        '{"b":"b","m":[],"p":[0,0,0,"s"]}',
+        '{"b":"b","m":{},"p":[0,0,"s"]}',
+        '{"b":"b","m":{"p":true},"p":[0]}',
+        '{"b":"b","m":{},"p":[0,0,0,"s"],"n":1e999}',
+        '{"b":"b","m":{},"p":[0,0,0,"s"],"n":"7"}',
+    )
     for shape in (*shapes, "[1]", '"x"', "{"):
         with pytest.raises(InvalidEvent, match="cursor"):
             decode_cursor(base64.urlsafe_b64encode(shape.encode()).decode(), "b")

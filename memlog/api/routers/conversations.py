@@ -52,12 +52,21 @@ async def list_conversations(
     return {"tenant": tenant, "thread": thread, "conversations": [m.view() for m in metas]}
 
 
+GROUP = Query(
+    default="exchange",
+    description="exchange: one result per exchange, its other matching entries under `also`; entry: each entry alone.",
+)
+
+
 @router.get(THREAD + "/search", dependencies=TENANT_ONLY, responses=NOT_FOUND)
 async def search(
     tenant: str,
     thread: str,
     services: ServicesDep,
-    q: str = Query(description="Exact phrase first, then ASCII token coverage (two tokens for a multi-term query)."),
+    q: str = Query(
+        description="Exact phrase first, then Okapi BM25 over whole exchanges (words of every script, "
+        "stemmed, stop words out); at most 50 distinct terms."
+    ),
     scope: Literal["current", "history"] = Query(
         default="current",
         description="current: active and compacted history since the latest reset; "
@@ -71,6 +80,7 @@ async def search(
     neighbours: int = Query(default=1, ge=0, le=3, description="Entries either side of each result."),
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
+    group: Literal["exchange", "entry"] = GROUP,
     after: str | None = AFTER,
     wait: float | None = WAIT,
 ) -> dict[str, Any]:
@@ -93,6 +103,7 @@ async def search(
         cursor=cursor,
         day=day,
         tz=tz,
+        group=group,
     )
 
 
@@ -105,7 +116,10 @@ SINCE = Query(default=None, ge=0, le=INT64_MAX, description="Occurred at or afte
 UNTIL = Query(default=None, ge=0, le=INT64_MAX, description="Occurred before (epoch ms).")
 NEIGHBOURS = Query(default=1, ge=0, le=3, description="Entries either side of each result.")
 CURSOR = Query(default=None, description="next_cursor of the previous page, same query.")
-Q = Query(description="Exact phrase first, then ASCII token coverage (two tokens for a multi-term query).")
+Q = Query(
+    description="Exact phrase first, then Okapi BM25 over whole exchanges (words of every script, stemmed, "
+    "stop words out); at most 50 distinct terms."
+)
 
 
 @router.get("/v1/tenants/{tenant}/agents/{agent}/search", dependencies=TENANT_ONLY)
@@ -120,6 +134,7 @@ async def agent_search(
     neighbours: int = NEIGHBOURS,
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = CURSOR,
+    group: Literal["exchange", "entry"] = GROUP,
     after: str | None = AFTER,
     wait: float | None = WAIT,
 ) -> dict[str, Any]:
@@ -128,7 +143,16 @@ async def agent_search(
     Each result names its thread and conversation and is marked `enters_prompt: false`."""
     await services.positions.wait_all(after, wait, archive=True)
     return await services.cross_search.agent(
-        tenant, agent, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor
+        tenant,
+        agent,
+        q,
+        scope=scope,
+        since=since,
+        until=until,
+        radius=neighbours,
+        limit=limit,
+        cursor=cursor,
+        group=group,
     )
 
 
@@ -143,6 +167,7 @@ async def tenant_search(
     neighbours: int = NEIGHBOURS,
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = CURSOR,
+    group: Literal["exchange", "entry"] = GROUP,
     after: str | None = AFTER,
     wait: float | None = WAIT,
 ) -> dict[str, Any]:
@@ -150,7 +175,7 @@ async def tenant_search(
     search"); each result names its thread, conversation and agent and is marked `enters_prompt: false`."""
     await services.positions.wait_all(after, wait, archive=True)
     return await services.cross_search.tenant(
-        tenant, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor
+        tenant, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor, group=group
     )
 
 

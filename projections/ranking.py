@@ -1,0 +1,116 @@
+"""Archive search's ranking (issue 35): one BM25 document per exchange, phrases first. Pure rules.
+
+The words and the BM25 arithmetic are in projections/relevance.py; matching and excerpts in
+projections/archives.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from projections import relevance
+from projections.archives import ConversationRef, Entry, Key, Match, normal, rank_key
+from schemas.errors import InvalidEvent
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: Entry  # the exchange's best entry
+    found: Match
+    key: Key
+    also: tuple[Entry, ...] = ()  # the exchange's other entries that match
+
+
+Grouping = Literal["exchange", "entry"]
+
+
+def _unit(entry: Entry, group: Grouping) -> tuple[ConversationRef, str, str]:
+    """What one result stands for: the exchange (its question, tool calls and answer), or the entry."""
+    if group == "exchange" and entry.exchange_id is not None:
+        return (entry.ref, "x", entry.exchange_id)
+    return (entry.ref, "e", entry.entry_id)
+
+
+def rank(
+    query: str,
+    candidates: Iterable[Entry],
+    *,
+    after: Key | None,
+    limit: int,
+    key: Callable[[Match, Entry], Key] = rank_key,
+    documents: int | None = None,
+    group: Grouping = "exchange",
+) -> list[Hit]:
+    """The page of matches after `after` in rank order (`key`), from one consistent candidate set.
+
+    One hit per exchange (`group`): the exchange is one BM25 document, shown by its best entry (a
+    phrase match, else the entry whose terms weigh most), its other matching entries named under it.
+    `documents`: how many exchanges the scope holds (the idf's N); at least the candidates'.
+    Every candidate is scored before the page is cut, so no later match is ever dropped.
+    Duplicate identities (one entry seen twice) count once.
+    """
+    asked = relevance.query_of(query)
+    phrase = normal(query)
+    if not phrase or not asked.terms:
+        return []
+    units: dict[tuple[ConversationRef, str, str], dict[str, Entry]] = {}
+    for entry in candidates:
+        units.setdefault(_unit(entry, group), {}).setdefault(entry.entry_id, entry)
+    grouped = [sorted(held.values(), key=lambda e: e.seq) for held in units.values()]
+    read = relevance.terms_with_stops if asked.stop_only else relevance.terms
+    parts = [[read(e.text) for e in entries] for entries in grouped]
+    docs = [[t for part in own for t in part] for own in parts]
+    wanted = set(asked.terms)
+    frequency = relevance.frequencies(docs, wanted)
+    stats = relevance.Stats(max(documents or 0, len(docs)), sum(map(len, docs)) / max(1, len(docs)))
+    weights = {t: relevance.idf(stats.documents, frequency[t]) for t in wanted}
+    hits = []
+    for entries, own, doc in zip(grouped, parts, docs, strict=True):
+        hit = _hit(phrase, entries, own, doc, weights, stats, key)
+        if hit is not None:
+            hits.append(hit)
+    ordered = sorted(hits, key=lambda hit: hit.key)
+    if after is not None:
+        ordered = [hit for hit in ordered if hit.key > after]
+    return ordered[:limit]
+
+
+def _hit(
+    phrase: str,
+    entries: list[Entry],
+    own: list[list[str]],
+    doc: list[str],
+    weights: Mapping[str, float],
+    stats: relevance.Stats,
+    key: Callable[[Match, Entry], Key],
+) -> Hit | None:
+    """One exchange's hit: a phrase match in any entry, or a content term anywhere; None otherwise."""
+    weigh = [sum(weights[t] for t in set(part) if t in weights) for part in own]
+    normals = [normal(e.text) for e in entries]
+    phrased = [i for i, normal in enumerate(normals) if phrase in normal]
+    matching = [i for i, w in enumerate(weigh) if w > 0]
+    if not phrased and not matching:
+        return None
+    best = phrased[0] if phrased else max(matching, key=lambda i: (weigh[i], -i))
+    found_terms = set(doc).intersection(weights)
+    at = normals[best].find(phrase) if phrased else relevance.locate(normals[best], found_terms)
+    found = Match(bool(phrased), len(found_terms), at, relevance.score(doc, weights, stats))
+    also = tuple(entries[i] for i in sorted(set(matching) | set(phrased)) if i != best)
+    return Hit(entries[best], found, key(found, entries[best]), also)
+
+
+def search_position(position: list[object]) -> tuple[Key, int | None]:
+    """A thread search cursor's position: the last hit's key, then the run's count of exchanges (idf's N)."""
+    if len(position) not in (4, 5) or not all(_whole(p) for p in position[:3]):
+        raise InvalidEvent("cursor", "is not a search cursor")
+    documents = position[4] if len(position) == 5 else None
+    if documents is not None and not (_whole(documents) and 0 <= int(str(documents)) <= 2**53):
+        raise InvalidEvent("cursor", "is not a search cursor")
+    key: Key = (int(str(position[0])), int(str(position[1])), int(str(position[2])), str(position[3]))
+    return key, None if documents is None else int(str(documents))
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
