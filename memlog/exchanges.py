@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
+from memlog.claims import Claims, digest_of
 from projections.ports import Idempotency
-from schemas.errors import Conflict, KeyReused
 from schemas.events import check_name
 from schemas.exchanges import OFF_LOOP_CHARS, ExchangePart, ReportedExchange, exchange_events, part_event, text_size
 from streams.producer import EventProducer
@@ -26,12 +23,7 @@ class Receipt:
     idempotent: bool = False  # True: a retry, answered with what the first attempt was given
 
 
-# An idempotency key is claimed in MongoDB (adapters.mongo_archives.Idempotency) before anything
-# is produced, and the answer is stored on the claim after. A pending claim lapses after PENDING_SECONDS,
-# longer than the producer's own send deadline, so no retry overtakes an attempt still producing; if the
-# answer cannot be stored (MongoDB went away after Kafka took the exchange), the claim lapses and a retry
-# produces again. The exchange id comes from the idempotency key, so the projections hold that exchange once.
-CLAIM_BACKOFF_SECONDS = (0.01, 0.2)
+# The exchange id comes from the idempotency key (memlog.claims), so the projections hold that exchange once.
 T = TypeVar("T")
 
 
@@ -48,8 +40,7 @@ class Exchanges:
     ) -> None:
         self._producer = producer
         self._producer_name = producer_name
-        self._claims = claims
-        self._wait = read_wait_seconds
+        self._claims = Claims(claims, read_wait_seconds)
 
     async def record(self, exchange: ReportedExchange) -> Receipt:
         """Record a whole exchange; with an idempotency key, a retry is answered as the first attempt was."""
@@ -61,18 +52,14 @@ class Exchanges:
         check_name("subject", route.subject)
         check_name("idempotency_key", key)
         owner = {"session": route.subject, "automation": route.agent or "", "public": ""}[route.thread]
-        claim = (route.tenant, route.thread, owner, key)
-        digest = body_digest(exchange)
-        held = await self._claims.reserve(*claim, route.subject, digest)
-        if held is not None:
-            return await self._replayed(claim, held, digest)
-        try:
-            accepted = await self._record(exchange)
-        except BaseException:
-            await self._claims.release(*claim)
-            raise
-        await self._claims.complete(*claim, asdict(accepted))
-        return accepted
+
+        async def write() -> dict[str, Any]:
+            return asdict(await self._record(exchange))
+
+        first, retried = await self._claims.once(
+            (route.tenant, route.thread, owner, key), route.subject, body_digest(exchange), write, "an exchange"
+        )
+        return Receipt(exchange_id=first["exchange_id"], position=first["position"], idempotent=retried)
 
     async def record_part(self, exchange_id: str, part: ExchangePart) -> Receipt:
         """One part of an exchange streamed as it happens: its question, a tool call, its answer."""
@@ -94,29 +81,6 @@ class Exchanges:
         position = await self._producer.produce(events)
         return Receipt(exchange_id=events[0].exchange_id, position=position.token())
 
-    async def _replayed(self, claim: tuple[str, str, str, str], held: dict[str, Any], digest: str) -> Receipt:
-        """A retry: the first answer, marked idempotent; a retry racing the first waits for it (bounded).
-        A "retry" with another body is not one: refused, and the first answer is not given away."""
-        deadline = time.monotonic() + self._wait
-        delay, longest = CLAIM_BACKOFF_SECONDS
-        while _same_body(held, digest) and held.get("state") != "done":
-            if time.monotonic() >= deadline:
-                raise Conflict("an exchange with this idempotency key is being recorded; retry shortly")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, longest)
-            found = await self._claims.reserve(*claim, held.get("subject"), digest)
-            if found is None:  # the first attempt failed and let go of the key: this retry is not a replay
-                await self._claims.release(*claim)
-                raise Conflict("the first attempt with this idempotency key failed; retry it")
-            held = found
-        if not _same_body(held, digest):
-            raise KeyReused(
-                "this idempotency key was used for an exchange with another body; a retry sends the same "
-                "body, another exchange takes another key"
-            )
-        first = held["accepted"]
-        return Receipt(exchange_id=first["exchange_id"], position=first["position"], idempotent=True)
-
 
 async def _built(build: Callable[[], T], off_loop: bool) -> T:
     """Events built here, or in a worker thread when counting their tokens would hold the event loop."""
@@ -125,11 +89,5 @@ async def _built(build: Callable[[], T], off_loop: bool) -> T:
 
 def body_digest(exchange: ReportedExchange) -> str:
     """What makes a retry the same request: every field but the JSON text as received (which a retry
-    may space or order differently), in canonical JSON."""
-    fields = asdict(replace(exchange, original=None))
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
-
-
-def _same_body(held: dict[str, Any], digest: str) -> bool:
-    # a claim made before digests were kept has none: it is taken at its word
-    return held.get("digest") in (None, digest)
+    may space or order differently)."""
+    return digest_of(asdict(replace(exchange, original=None)))

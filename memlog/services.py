@@ -16,6 +16,7 @@ from adapters.embeddings import QuestionEncoder, make_embedder
 from adapters.summarizers import Summarizer, make_summarizer
 from adapters.wiring import PrivacyStores, Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
+from memlog.claims import Claims
 from memlog.context import ContextReads
 from memlog.conversations import Conversations
 from memlog.evidence import Evidence
@@ -236,6 +237,11 @@ class Services:
     def readiness(self) -> ReadinessCheck:
         """The lag report, and the projections that hold a lag without moving (kept across reports)."""
         return self._use_once("readiness", lambda: ReadinessCheck(self.settings, self.positions, self.metrics))
+
+    @property
+    def claims(self) -> Claims:
+        """Idempotency keys of the writes other than exchanges (facts, tenant knowledge, tool runs)."""
+        return self._use("claims", lambda: Claims(self.idempotency, self.settings.read_wait_seconds))
 
     @property
     def exchanges(self) -> Exchanges:

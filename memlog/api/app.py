@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from config.settings import Settings
 from memlog.api import handlers
 from memlog.api.guard import RequestGuard
+from memlog.api.mcp_http import McpEndpoint
 from memlog.api.openapi import describe_names
 from memlog.api.routers import context, conversations, exchanges, facts, health, knowledge, privacy, replays, runs
 from memlog.api.shortcut import ContextShortcut
@@ -45,7 +46,8 @@ def create_api(settings: Settings) -> FastAPI:
             follower = asyncio.create_task(_follow_namespace(services))
             log.info("memlog API listening on http://%s:%d", settings.api_host, settings.api_port)
             try:
-                yield
+                async with mcp.running():
+                    yield
             finally:
                 follower.cancel()
 
@@ -66,6 +68,8 @@ def create_api(settings: Settings) -> FastAPI:
     handlers.install(app)
     for area in ROUTERS:
         app.include_router(area.router)
+    mcp = McpEndpoint(app.state, credentials)  # the agent's tools over MCP, bound by credential and path
+    app.router.routes.append(mcp.route())
     return app
 
 

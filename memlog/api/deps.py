@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Header, Query, Request
 
 from memlog.services import Services
 from schemas.errors import InvalidEvent
@@ -28,6 +28,12 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Refused for what is held already; `detail` says what (some say to retry shortly)."}
 }
 
+IDEMPOTENCY_KEY = Header(
+    default=None,
+    alias="Idempotency-Key",
+    description="A retry with the same key and body is answered as the first attempt was, and writes nothing "
+    "again; the same key with another body answers 409 (keys are kept MEMLOG_IDEMPOTENCY_TTL_SECONDS).",
+)
 AFTER = Query(default=None, description="A position token; wait until it is applied.")
 WAIT = Query(
     default=None,

@@ -230,6 +230,9 @@ class FactIn(BodyIn):
     )
     agent: str | None = Field(default=None, description="The agent that saves it (needed for scope agent).")
     source: Literal["agent", "subject"] = Field(default="subject", description="Saved by the agent or by hand.")
+    idempotency_key: str | None = Field(
+        default=None, description="As the Idempotency-Key header: a retry with it saves nothing twice."
+    )
 
 
 class KnowledgeIn(BodyIn):
@@ -240,6 +243,9 @@ class KnowledgeIn(BodyIn):
         "Default: agent when an agent is given, else shared.",
     )
     agent: str | None = Field(default=None, description="The agent it is for (needed for scope agent).")
+    idempotency_key: str | None = Field(
+        default=None, description="As the Idempotency-Key header: a retry with it saves nothing twice."
+    )
 
 
 class FactEdit(BodyIn):
@@ -290,6 +296,9 @@ class ToolRunIn(BodyIn):
     exchange_id: str | None = Field(default=None, description="Record the call in this exchange's transcript.")
     call_index: int | None = Field(
         default=None, ge=0, le=INT32_MAX, description="Its place among the exchange's tool calls."
+    )
+    idempotency_key: str | None = Field(
+        default=None, description="As the Idempotency-Key header: a retry with it saves nothing twice."
     )
 
 

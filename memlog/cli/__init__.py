@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 from config.settings import Settings
 from memlog.cli.parser import build_parser
+from memlog.cli.remote import NOT_APPLIED, REFUSED, UNAVAILABLE
 from memlog.cli.stack import api, dev, up
-from schemas.errors import MemlogError
+from schemas.errors import LogUnavailable, MemlogError, NotCaughtUp, StoreUnavailable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,6 +24,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.api:
+        from memlog.cli.remote import run_remote
+
+        return run_remote(args)
     settings = Settings()
     try:
         if args.command == "dev":
@@ -85,4 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return up(settings)
     except MemlogError as exc:
         print(f"memlog: {exc}", file=sys.stderr)
-        return 1
+        return exit_code(exc)
+
+
+def exit_code(exc: MemlogError) -> int:
+    """The exit code of a failure (README "Exit codes"): 3 a service away, 4 not applied in time, 1 refused."""
+    if isinstance(exc, NotCaughtUp):
+        return NOT_APPLIED
+    if isinstance(exc, LogUnavailable | StoreUnavailable):
+        return UNAVAILABLE
+    return REFUSED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from config.settings import Settings
 from memlog.services import CLI_PRODUCER, open_services
@@ -15,6 +16,8 @@ async def run_facts(settings: Settings, args: argparse.Namespace) -> list[str]:
         memory = services.memory
         rest = list(args.rest)
         if args.action == "list":
+            if args.json:
+                return [json.dumps([f.view() for f in await memory.facts(args.tenant, args.subject, args.agent)])]
             return [
                 f"{f.fact_id}  [{f.scope}{'/' + f.agent if f.agent else ''}]  {f.text}"
                 for f in await memory.facts(args.tenant, args.subject, args.agent)

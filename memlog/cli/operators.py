@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from config.settings import Settings
+from memlog.cli.remote import DIFFERENCES
 from memlog.privacy import Requested
 from memlog.replays import projections_named
 from memlog.services import CLI_PRODUCER, open_services
@@ -34,7 +35,11 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
     ) as services:
         await services.follow_pointer()
         if args.command == "ledger":
-            for entry in await services.ledger.entries(tenant=args.tenant, subject=args.subject):
+            entries = await services.ledger.entries(tenant=args.tenant, subject=args.subject)
+            if args.json:
+                print(json.dumps(entries, default=str))
+                return 0
+            for entry in entries:
                 at = entry.pop("at")
                 print(f"{at.isoformat()}  {entry.pop('kind'):16} {json.dumps(entry, default=str, sort_keys=True)}")
             return 0
@@ -46,6 +51,10 @@ async def run_operator_command(settings: Settings, args: argparse.Namespace) -> 
                 )
             )
             deleted = erased.ledger.get("deleted", {}) if erased.ledger else {}
+            if args.json:
+                shown = {"request_id": erased.request_id, "position": erased.position.token(), "done": True}
+                print(json.dumps({**shown, "ledger": erased.ledger}, default=str))
+                return 0
             print(f"erased {args.subject} of {args.tenant} (request {erased.request_id}): {json.dumps(deleted)}")
             return 0
         export = _applied(
@@ -147,4 +156,4 @@ async def _verify(settings: Settings, args: argparse.Namespace) -> int:
     if len(differences) > MAX_SHOWN:
         print(f"... and {len(differences) - MAX_SHOWN} more")
     print(f"{left} and {right}: " + ("identical" if not differences else f"{len(differences)} differences"))
-    return 0 if not differences else 1
+    return 0 if not differences else DIFFERENCES

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from importlib.metadata import PackageNotFoundError, version
 
 from config.settings import MAX_REPLAY_WORKERS
 
@@ -10,6 +12,20 @@ from config.settings import MAX_REPLAY_WORKERS
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlog", description="Event-sourced memory for AI agent backends.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    parser.add_argument("--version", action="version", version=f"memlog {installed_version()}")
+    parser.add_argument(
+        "--api",
+        default=None,
+        metavar="URL",
+        help="an operator's commands (erase, export, ledger, facts, threads, retention, replay) and mcp go "
+        "through this deployment's HTTP API with a token, never with the stores or the master key",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("MEMLOG_API_TOKEN"),
+        help="with --api: an operator's (or a backend's) token (default: MEMLOG_API_TOKEN)",
+    )
+    parser.add_argument("--json", action="store_true", help="print what the command prints as JSON")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("up", help="run everything: the local stack where nothing is configured, worker, API")
     commands.add_parser("worker", help="run the Faust worker (all projection agents)")
@@ -33,8 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     facts.add_argument("rest", nargs="*", help="add: TEXT; edit: FACT_ID TEXT; rm: FACT_ID")
     facts.add_argument("--scope", choices=["agent", "shared"], default="shared")
     facts.add_argument("--agent", default=None)
-    mcp = commands.add_parser("mcp", help="serve the agent's memory tools over MCP (stdio)")
+    mcp = commands.add_parser(
+        "mcp", help="the agent's memory tools over MCP on stdio (with --api: a bridge to the API's MCP endpoint)"
+    )
     mcp.add_argument("--agent", required=True, help="the agent these tools act for")
+    mcp.add_argument("--tenant", default=None, help="with --api: the tenant the session is bound to")
+    mcp.add_argument("--subject", default=None, help="with --api: the subject the session is bound to")
     reset = commands.add_parser("reset", help="start a new session for a subject (memories stay)")
     reset.add_argument("tenant")
     reset.add_argument("subject")
@@ -51,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--projection", choices=["sessions", "facts", "traces", "archives", "all"], default="all")
     replay.add_argument("--from", dest="since", default=None, help="ISO time to start from (default: the beginning)")
     replay.add_argument("--no-switch", action="store_true", help="build it, but keep reads where they are")
+    replay.add_argument(
+        "--status", default=None, metavar="REPLAY_ID", help="with --api: how a replay started by the API stands"
+    )
     replay.add_argument(
         "--workers",
         type=processes,
@@ -96,3 +119,10 @@ def processes(text: str) -> int:
     if not 1 <= count <= MAX_REPLAY_WORKERS:
         raise argparse.ArgumentTypeError(f"{count} processes: choose from 1 to {MAX_REPLAY_WORKERS}")
     return count
+
+
+def installed_version() -> str:
+    try:
+        return version("memlog")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"

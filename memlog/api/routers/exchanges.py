@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from memlog.api.auth import guard_body
-from memlog.api.deps import CONFLICT, ServicesDep, original
+from memlog.api.deps import CONFLICT, IDEMPOTENCY_KEY, ServicesDep, original
 from memlog.api.models import Accepted, AnswerIn, ExchangeIn, QuestionIn, ToolCallEventIn
+from memlog.claims import one_key
 from memlog.exchanges import Receipt
 
 router = APIRouter()
@@ -17,8 +18,12 @@ def _accepted(receipt: Receipt) -> Accepted:
 
 
 @router.post("/v1/exchanges", status_code=202, response_model=Accepted, responses=CONFLICT)
-async def record_exchange(body: ExchangeIn, request: Request, services: ServicesDep) -> Accepted:
+async def record_exchange(
+    body: ExchangeIn, request: Request, services: ServicesDep, idempotency_key: str | None = IDEMPOTENCY_KEY
+) -> Accepted:
     guard_body(request, body.tenant)
+    if idempotency_key is not None:
+        body = body.model_copy(update={"idempotency_key": one_key(idempotency_key, body.idempotency_key)})
     exchange = body.to_exchange(await original(request))
     return _accepted(await services.exchanges.record(exchange))
 

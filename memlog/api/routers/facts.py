@@ -7,8 +7,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
-from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
+from memlog.claims import one_key
 from memlog.memory import TOOL_DEFINITIONS, recalled_view
 from memlog.services import Services
 from schemas.events import check_name
@@ -17,15 +18,24 @@ router = APIRouter()
 FACTS = "/v1/tenants/{tenant}/subjects/{subject}/facts"
 
 
-@router.post(FACTS, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
-async def remember(tenant: str, subject: str, body: FactIn, services: ServicesDep) -> FactAccepted:
-    """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent."""
+@router.post(FACTS, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY, responses=CONFLICT)
+async def remember(
+    tenant: str, subject: str, body: FactIn, services: ServicesDep, idempotency_key: str | None = IDEMPOTENCY_KEY
+) -> FactAccepted:
+    """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent. With an
+    idempotency key a retry saves nothing twice."""
     check_name("tenant", tenant)
     check_name("subject", subject)
-    fact_id, position = await services.memory.remember(
-        tenant, subject, body.text, agent=body.agent, scope=body.scope, source=body.source
-    )
-    return FactAccepted(fact_id=fact_id, position=position.token())
+    key = one_key(idempotency_key, body.idempotency_key) or ""
+
+    async def write() -> dict[str, Any]:
+        fact_id, position = await services.memory.remember(
+            tenant, subject, body.text, agent=body.agent, scope=body.scope, source=body.source
+        )
+        return {"fact_id": fact_id, "position": position.token()}
+
+    fields = body.model_dump(exclude={"idempotency_key"})
+    return FactAccepted(**await services.claims.run((tenant, "facts", subject, key), subject, fields, write, "a fact"))
 
 
 SEARCH = Query(default=None, description="Search: the facts that bear on it, best first (see the README's recall).")
@@ -121,14 +131,31 @@ async def tools() -> list[dict[str, Any]]:
     return TOOL_DEFINITIONS
 
 
-@router.post("/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/tools/{name}", dependencies=TENANT_ONLY)
+@router.post(
+    "/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/tools/{name}",
+    dependencies=TENANT_ONLY,
+    responses=CONFLICT,
+)
 async def run_tool(
-    tenant: str, subject: str, agent: str, name: str, body: ToolRunIn, services: ServicesDep
+    tenant: str,
+    subject: str,
+    agent: str,
+    name: str,
+    body: ToolRunIn,
+    services: ServicesDep,
+    idempotency_key: str | None = IDEMPOTENCY_KEY,
 ) -> dict[str, Any]:
-    """Execute remember, recall or forget for an agent; with exchange_id the call joins the transcript."""
+    """Execute remember, recall or forget for an agent; with exchange_id the call joins the transcript.
+    With an idempotency key a retry runs nothing twice and is answered with the first run's result."""
     check_name("tenant", tenant)
     check_name("subject", subject)
     check_name("agent", agent)
-    return await services.memory.run_tool(
-        tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
-    )
+    key = one_key(idempotency_key, body.idempotency_key) or ""
+
+    async def write() -> dict[str, Any]:
+        return await services.memory.run_tool(
+            tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
+        )
+
+    fields = {"agent": agent, "name": name, **body.model_dump(exclude={"idempotency_key"})}
+    return await services.claims.run((tenant, "tool-runs", subject, key), subject, fields, write, "a tool run")

@@ -3,27 +3,38 @@ for every subject of the tenant, agent-scoped or shared like a subject's facts."
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
-from memlog.api.deps import AFTER, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactsOut, KnowledgeIn
 from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH, facts_out
+from memlog.claims import one_key
 from schemas.events import check_name
 
 router = APIRouter()
 KNOWLEDGE = "/v1/tenants/{tenant}/facts"
 
 
-@router.post(KNOWLEDGE, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
-async def remember(tenant: str, body: KnowledgeIn, services: ServicesDep) -> FactAccepted:
+@router.post(KNOWLEDGE, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY, responses=CONFLICT)
+async def remember(
+    tenant: str, body: KnowledgeIn, services: ServicesDep, idempotency_key: str | None = IDEMPOTENCY_KEY
+) -> FactAccepted:
     """Save a fact of the tenant: every agent recalls a shared one for every subject; an agent-scoped
     one only that agent. It counts against MEMLOG_TENANT_FACTS_MAX, not against any subject's limit."""
     check_name("tenant", tenant)
-    fact_id, position = await services.memory.remember(
-        tenant, None, body.text, agent=body.agent, scope=body.scope, source="agent" if body.agent else "subject"
-    )
-    return FactAccepted(fact_id=fact_id, position=position.token())
+    key = one_key(idempotency_key, body.idempotency_key) or ""
+
+    async def write() -> dict[str, Any]:
+        fact_id, position = await services.memory.remember(
+            tenant, None, body.text, agent=body.agent, scope=body.scope, source="agent" if body.agent else "subject"
+        )
+        return {"fact_id": fact_id, "position": position.token()}
+
+    fields = body.model_dump(exclude={"idempotency_key"})
+    return FactAccepted(**await services.claims.run((tenant, "knowledge", "", key), None, fields, write, "a fact"))
 
 
 @router.get(KNOWLEDGE, response_model=FactsOut, dependencies=TENANT_ONLY)
