@@ -242,11 +242,13 @@ return 1
 """
 )
 
-# KEYS: checkpoints; ARGV: partition, offset
+# KEYS: checkpoints; ARGV: partition, offset. A move is published on the checkpoints' own name, where a
+# read waiting for `after` hears it (adapters/redis_signals.py)
 ADVANCE = """
 local applied = redis.call('HGET', KEYS[1], ARGV[1])
 if (not applied) or tonumber(applied) < tonumber(ARGV[2]) then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('PUBLISH', KEYS[1], ARGV[1] .. ':' .. ARGV[2])
 end
 return 1
 """

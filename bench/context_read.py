@@ -57,7 +57,7 @@ async def slow_read(services: Services, subject: str) -> bytes:
 
 async def ready_mget(redis: aioredis.Redis, base: str) -> list[object]:
     """The command the ready read sends (adapters/redis_store.py): one MGET, with no Python after."""
-    return await redis.mget(f"{base}:t", f"{base}:v", f"{base}:m", f"{base}:e")
+    return await redis.mget(f"{base}:t", f"{base}:v", f"{base}:m", f"{base}:n")
 
 
 @contextlib.asynccontextmanager

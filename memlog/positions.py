@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.redis_signals import AppliedSignals
 from adapters.wiring import Stores
 from config.settings import Settings
 from projections.ports import Checkpoints
@@ -16,6 +17,8 @@ from schemas.errors import InvalidEvent, LogUnavailable, NotCaughtUp
 from streams.positions import LogPositions
 
 LAGGING_TOPICS = ("threads", "facts", "traces", "privacy")
+# with signals, a waiter still looks this often: the facts, traces and privacy checkpoints (MongoDB) send none
+SIGNALLED_POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,17 @@ class Positions:
     settings: MEMLOG_READ_WAIT_SECONDS bounds a read's wait; the partition count bounds a position.
     stores: the current namespace's stores (reads follow the namespace pointer, so asked each time).
     log: the log's end offsets, for the lag; None where the process opened none.
+    signals: wakes a waiter when the sessions projection applies a position; None: waiters poll.
     """
 
-    def __init__(self, settings: Settings, stores: Callable[[], Stores], log: LogPositions | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        stores: Callable[[], Stores],
+        log: LogPositions | None,
+        signals: AppliedSignals | None = None,
+    ) -> None:
+        self._signals = signals
         self._settings = settings
         self._stores = stores
         self._log = log
@@ -61,7 +72,8 @@ class Positions:
         if position.topic == "threads" and archive:
             return [stores.archive_checkpoints]
         if position.topic == "threads":
-            return [stores.sessions, stores.fact_activity]
+            # what the next turn reads: the facts' activity (when they expire) may come later
+            return [stores.sessions]
         if position.topic == "facts":
             return [stores.facts]
         if position.topic == "traces":
@@ -77,12 +89,30 @@ class Positions:
             raise InvalidEvent("after", f"{position.token()} names a partition the topic does not have")
         deadline = time.monotonic() + seconds
         delay = 0.005
-        while min([await c.applied(position.topic, position.partition) for c in checkpoints]) < position.offset:
-            if time.monotonic() >= deadline:
+        while True:
+            moved = None if self._signals is None else self._signals.armed()
+            if await self._applied(position, checkpoints):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return False
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.1)
+            if moved is not None and self._signals is not None and self._signals.live:
+                # woken by the sessions projection's next move; a move of another kind is polled for
+                await self._signals.wait(moved, min(SIGNALLED_POLL_SECONDS, remaining))
+            else:
+                await asyncio.sleep(min(delay, remaining))
+                delay = min(delay * 2, 0.1)
+
+    @staticmethod
+    async def _applied(position: Position, checkpoints: list[Checkpoints]) -> bool:
+        for checkpoints_of in checkpoints:  # in order, the cheapest first
+            if await checkpoints_of.applied(position.topic, position.partition) < position.offset:
+                return False
         return True
+
+    async def close(self) -> None:
+        if self._signals is not None:
+            await self._signals.close()
 
     async def wait(self, position: Position, wait: float | None = None, *, archive: bool = False) -> None:
         """Wait for one position, at most MEMLOG_READ_WAIT_SECONDS; NotCaughtUp past it."""

@@ -13,6 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters import connections
 from adapters.embeddings import QuestionEncoder, make_embedder
+from adapters.redis_signals import AppliedSignals
 from adapters.summarizers import Summarizer, make_summarizer
 from adapters.wiring import PrivacyStores, Stores, make_codec, open_privacy, open_stores
 from config.settings import Settings
@@ -231,7 +232,12 @@ class Services:
     @property
     def positions(self) -> Positions:
         """Read your writes, and the lag (where the process opened the log's positions)."""
-        return self._use_once("positions", lambda: Positions(self.settings, lambda: self.current, self._log))
+        return self._use_once(
+            "positions",
+            lambda: Positions(
+                self.settings, lambda: self.current, self._log, AppliedSignals(self.redis, self.settings.app_id)
+            ),
+        )
 
     @property
     def readiness(self) -> ReadinessCheck:
@@ -360,6 +366,9 @@ async def open_services(
             await services._log.start()
         yield services
     finally:
+        positions = services._built.get(("positions", ""))
+        if isinstance(positions, Positions):
+            await positions.close()
         if services._log is not None:
             await services._log.stop()
         if services._producer is not None:
