@@ -25,7 +25,8 @@ from bench.projection import interleaved, on_local_stack, quantiles
 from config.settings import Settings
 from memlog.conversations import Conversations
 from memlog.services import open_services
-from projections.archives import ConversationRef, Entry, index_terms, tokens
+from projections.archives import ConversationRef, Entry, index_terms
+from projections.relevance import query_of
 
 ENTRIES = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_ENTRIES", "1000000"))
 THREADS = int(os.environ.get("MEMLOG_BENCH_ARCHIVE_THREADS", "10000"))
@@ -129,14 +130,12 @@ async def main(settings: Settings) -> None:
         async def raw(i: int) -> Any:
             await conversations.snapshot("bench", "session", owners[i])
             filter_ = store.candidate_query(
-                "bench", "session", owners[i], sorted(set(tokens(queries[i]))), conversation=None
+                "bench", "session", owners[i], query_of(queries[i]).lookup, conversation=None
             )
             return await raw_entries.find(filter_, WITHOUT_TERMS).to_list()
 
         raw_ms, search_ms, bare_ms = await interleaved([raw, search, bare], QUERIES)
-        example = store.candidate_query(
-            "bench", "session", owners[0], sorted(set(tokens(queries[0]))), conversation=None
-        )
+        example = store.candidate_query("bench", "session", owners[0], query_of(queries[0]).lookup, conversation=None)
         report(load_s, example, raw_ms, search_ms, bare_ms)
         await across(services, queries, rng)
         if kept:
@@ -156,10 +155,10 @@ async def across(services: Any, queries: list[str], rng: random.Random) -> None:
         return await services.cross_search.agent("bench", agents[i], queries[i], limit=20)
 
     async def raw(i: int) -> Any:
-        filter_ = MongoArchiveSearch.across_query("bench", sorted(set(tokens(queries[i]))), agent=agents[i])
+        filter_ = MongoArchiveSearch.across_query("bench", query_of(queries[i]).lookup, agent=agents[i])
         return await entries.find(filter_, CANDIDATE_FIELDS).to_list()
 
-    example = MongoArchiveSearch.across_query("bench", sorted(set(tokens(queries[0]))), agent=agents[0])
+    example = MongoArchiveSearch.across_query("bench", query_of(queries[0]).lookup, agent=agents[0])
     candidates = len(await entries.find(example, CANDIDATE_FIELDS).to_list())
     raw_ms, search_ms = await interleaved([raw, search], ACROSS_QUERIES)
     raw_p50, raw_p99 = quantiles(raw_ms)

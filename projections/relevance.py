@@ -60,7 +60,7 @@ STOP_WORDS = shared_words.STOP_WORDS | frozenset(
     au aux avec ce ces cette dans de des du elle elles en est et eu il ils je la le les leur leurs lui ma
     mais me mes moi mon ne nos notre nous on ou où par pas pour qu que quel quelle quels quelles qui sa sans
     se ses son sur ta te tes toi ton tu un une vos votre vous était été être avoir ai as avait ont sont
-    suis es sommes êtes fait faire dit dire quoi comment pourquoi quand y ça cela ceci
+    suis es sommes êtes fait faire dit dire quoi comment pourquoi quand y ça cela ceci l j
     и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было
     вот от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас
     нибудь опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их

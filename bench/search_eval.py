@@ -1,0 +1,305 @@
+"""Archive search quality through the HTTP API, beside two baselines on the same exchange texts.
+
+The set is bench/search_eval_data.py: one long conversation per language (English, French, Russian,
+Chinese) of 30 fact exchanges among template fillers, and 24 questions per language. Each
+conversation is recorded with `POST /v1/exchanges` as one subject's session (agent `guide`), then
+every question is asked of
+
+- memlog's thread search: `GET .../threads/session:<subject>/search?scope=history&limit=10&neighbours=0`;
+- memlog's agent search across the four threads: `GET .../agents/guide/search?limit=10&neighbours=0`;
+- a plain Okapi BM25 (k1 1.2, b 0.75, English stop words, Unicode words, CJK as characters) and cosine
+  with memlog's packaged MiniLM, both over the same exchange texts (question and answer), in this run;
+- for information: the same BM25 without the function words of all four languages (`bm25_lang`), and
+  memlog's thread results fused with MiniLM's top 10 by reciprocal rank (`memlog_rrf`, the hybrid).
+
+"No content word": the question shares no word with its answer but function words of its language.
+
+Reported per language and overall: recall@5, recall@10 and MRR@10 (of the one evidence exchange), for
+questions that share a word with their answer and those that share none, for the set's fit and report
+parts, and for evidence in the first and second half of a conversation; p50/p99 of both searches.
+
+    python -m bench.search_eval --out results.json          # starts API and worker on the local stack
+    python -m bench.search_eval --url http://127.0.0.1:8080  # an API already running (open)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.search_eval_data import FACTS, FILLER, QUESTIONS
+from projections.relevance import STOP_WORDS, fold
+
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+FILLERS = 150  # filler exchanges per conversation: 180 exchanges in all
+T0 = 1_790_000_000_000
+K = 10
+FIT = {("en", i) for i in range(12)}  # read while the stop words were written; all else is the report part
+# a common English stop list (function words only), as a first BM25 would have it
+BASELINE_STOP = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there these
+    they this to was will with i me my we our you your he she him her his its them what which who whom
+    where when why how do does did have has had am been being from so than too very can just""".split()  # noqa: SIM905
+)
+_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def conversation(lang: str) -> list[tuple[str, str, int | None]]:
+    """(question, answer, fact index or None) in order: the facts spread evenly among the fillers."""
+    parts, facts = FILLER[lang], FACTS[lang]
+    fillers = []
+    for n in range(FILLERS):
+        time_, act = parts["time"][n % 8], parts["act"][(n * 7) % 12]
+        place, answer = parts["place"][(n * 5) % 8], parts["answer"][n % 5]
+        text = f"{time_}{place}{act}。" if lang == "zh" else f"{time_}, {act} {place}."
+        fillers.append((text, answer, None))
+    out: list[tuple[str, str, int | None]] = []
+    every = (FILLERS + len(facts)) / len(facts)
+    slots = {int(i * every + every / 2): i for i in range(len(facts))}
+    pending = iter(fillers)
+    for place in range(FILLERS + len(facts)):
+        if place in slots:
+            q, a = facts[slots[place]]
+            out.append((q, a, slots[place]))
+        else:
+            out.append(next(pending))
+    return out
+
+
+# --- baselines ---------------------------------------------------------------------------------
+
+
+def baseline_words(text: str) -> list[str]:
+    found = []
+    for word in _WORD.findall(text.lower()):
+        found.extend(list(word) if _CJK.search(word) else [word])
+    return [w for w in found if w not in BASELINE_STOP]
+
+
+def lang_words(text: str) -> list[str]:
+    """The baseline's words without the function words of any of the four languages (memlog's list)."""
+    return [w for w in baseline_words(text) if fold(w) not in STOP_WORDS]
+
+
+def fused(first: Sequence[str], second: Sequence[str], k: int = 60) -> list[str]:
+    """Reciprocal rank fusion of two rankings (Cormack, Clarke and Buettcher, 2009; k 60)."""
+    score: Counter[str] = Counter()
+    for ranking in (first, second):
+        for at, item in enumerate(dict.fromkeys(ranking)):
+            score[item] += 1.0 / (k + at + 1)
+    return [item for item, _ in score.most_common()]
+
+
+def bm25(docs: Sequence[Sequence[str]]) -> Callable[[Sequence[str]], list[int]]:
+    """A 20-line Okapi BM25 (k1 1.2, b 0.75): the ranking of `docs` for a query's words."""
+    n, mean = len(docs), sum(map(len, docs)) / max(1, len(docs))
+    df = Counter(t for d in docs for t in set(d))
+    counts = [Counter(d) for d in docs]
+
+    def rank(query: Sequence[str]) -> list[int]:
+        scores = []
+        for i, c in enumerate(counts):
+            s = 0.0
+            for t in set(query):
+                if c[t]:
+                    idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                    s += idf * c[t] * 2.2 / (c[t] + 1.2 * (0.25 + 0.75 * len(docs[i]) / mean))
+            scores.append(s)
+        return [i for i in sorted(range(n), key=lambda i: -scores[i]) if scores[i] > 0]
+
+    return rank
+
+
+def minilm() -> Callable[[Sequence[str]], list[list[float]]]:
+    from adapters.minilm import LocalMiniLM
+
+    return LocalMiniLM().encode
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+def outcome(ranked: Sequence[str], evidence: str) -> dict[str, float]:
+    top = list(dict.fromkeys(ranked))[:K]
+    at = top.index(evidence) + 1 if evidence in top else None
+    return {"r5": float(at is not None and at <= 5), "r10": float(at is not None), "mrr": 1.0 / at if at else 0.0}
+
+
+def summary(rows: Sequence[Mapping[str, Any]], system: str) -> dict[str, Any]:
+    if not rows:
+        return {"n": 0}
+    return {
+        "n": len(rows),
+        **{m: round(statistics.fmean(r[system][m] for r in rows), 3) for m in ("r5", "r10", "mrr")},
+    }
+
+
+def percentile(samples: Sequence[float], share: float) -> float:
+    ordered = sorted(samples)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000, 1)
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+async def evaluate(url: str, run: str) -> dict[str, Any]:
+    tenant = f"eval-{run}"
+    encode = minilm()
+    rows: list[dict[str, Any]] = []
+    latency: dict[str, list[float]] = {"thread": [], "agent": []}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        last = ""
+        texts: dict[str, dict[str, str]] = {}
+        for lang in FACTS:
+            texts[lang] = {}
+            for n, (question, answer, _) in enumerate(conversation(lang)):
+                xid = f"{lang}-{n}"
+                texts[lang][xid] = f"{question} {answer}"
+                body = {
+                    "tenant": tenant,
+                    "subject": f"player-{lang}",
+                    "agent": "guide",
+                    "exchange_id": xid,
+                    "question": question,
+                    "answer": answer,
+                    "occurred_at": T0 + n * 60_000,
+                }
+                response = await http.post("/v1/exchanges", json=body)
+                response.raise_for_status()
+                last = response.json()["position"]
+        thread0 = f"/v1/tenants/{tenant}/threads/session:player-en/search"
+        (await http.get(thread0, params={"q": "wait", "after": last, "wait": 120})).raise_for_status()
+        for lang in FACTS:
+            ids = list(texts[lang])
+            docs = [baseline_words(texts[lang][x]) for x in ids]
+            rank_bm25 = bm25(docs)
+            rank_lang = bm25([lang_words(texts[lang][x]) for x in ids])
+            vectors = encode([texts[lang][x] for x in ids])
+            facts_at = {fact: n for n, (_, _, fact) in enumerate(conversation(lang)) if fact is not None}
+            for q_index, (question, fact) in enumerate(QUESTIONS[lang]):
+                evidence = f"{lang}-{facts_at[fact]}"
+                shared = set(baseline_words(question)) & set(baseline_words(texts[lang][evidence]))
+                content = {w for w in shared if fold(w) not in STOP_WORDS}  # beyond function words
+                started = time.perf_counter()
+                page = await http.get(
+                    f"/v1/tenants/{tenant}/threads/session:player-{lang}/search",
+                    params={"q": question, "scope": "history", "limit": K, "neighbours": 0},
+                )
+                latency["thread"].append(time.perf_counter() - started)
+                page.raise_for_status()
+                started = time.perf_counter()
+                across = await http.get(
+                    f"/v1/tenants/{tenant}/agents/guide/search", params={"q": question, "limit": K, "neighbours": 0}
+                )
+                latency["agent"].append(time.perf_counter() - started)
+                across.raise_for_status()
+                qv = encode([question])[0]
+                cos = [sum(a * b for a, b in zip(qv, v, strict=True)) for v in vectors]
+                by_cosine = [ids[i] for i in sorted(range(len(ids)), key=lambda i: -cos[i])]
+                found = [r["exchange_id"] for r in page.json()["results"]]
+                rows.append(
+                    {
+                        "lang": lang,
+                        "question": question,
+                        "shares_word": bool(shared),
+                        "shares_content": bool(content),
+                        "part": "fit" if (lang, q_index) in FIT else "report",
+                        "half": "first" if facts_at[fact] < len(ids) / 2 else "second",
+                        "memlog": outcome(found, evidence),
+                        "memlog_rrf": outcome(fused(found, by_cosine[:K]), evidence),
+                        "memlog_agent": outcome([r["exchange_id"] for r in across.json()["results"]], evidence),
+                        "bm25": outcome([ids[i] for i in rank_bm25(baseline_words(question))], evidence),
+                        "bm25_lang": outcome([ids[i] for i in rank_lang(lang_words(question))], evidence),
+                        "minilm": outcome(by_cosine, evidence),
+                    }
+                )
+    return {"rows": rows, "latency": latency}
+
+
+SYSTEMS = ("memlog", "memlog_agent", "bm25", "minilm", "bm25_lang", "memlog_rrf")
+
+
+def report(result: Mapping[str, Any]) -> dict[str, Any]:
+    rows = result["rows"]
+    groups: dict[str, list[Mapping[str, Any]]] = {"all": rows}
+    for lang in FACTS:
+        groups[lang] = [r for r in rows if r["lang"] == lang]
+    groups["shares a word"] = [r for r in rows if r["shares_word"]]
+    groups["shares no word"] = [r for r in rows if not r["shares_word"]]
+    groups["no content word"] = [r for r in rows if not r["shares_content"]]
+    for part in ("fit", "report"):
+        groups[f"part {part}"] = [r for r in rows if r["part"] == part]
+    for half in ("first", "second"):
+        groups[f"{half} half"] = [r for r in rows if r["half"] == half]
+    for lang in FACTS:
+        groups[f"{lang} no content word"] = [r for r in rows if r["lang"] == lang and not r["shares_content"]]
+    table = {name: {s: summary(g, s) for s in SYSTEMS} for name, g in groups.items()}
+    print(f"{'':22}" + "".join(f"{s:>22}" for s in SYSTEMS))
+    print(f"{'':22}" + "".join(f"{'n   r@5  r@10   mrr':>22}" for _ in SYSTEMS))
+    for name, by in table.items():
+        cells = "".join(
+            f"{by[s]['n']:>4} {by[s].get('r5', 0):5.3f} {by[s].get('r10', 0):5.3f} {by[s].get('mrr', 0):5.3f}"
+            for s in SYSTEMS
+        )
+        print(f"{name:22}{cells}")
+    lat = {k: {"p50_ms": percentile(v, 0.5), "p99_ms": percentile(v, 0.99)} for k, v in result["latency"].items()}
+    print("latency", lat)
+    return {"table": table, "latency": lat}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=None, help="an API already running, open (nothing is started)")
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON results here")
+    args = parser.parse_args(argv)
+    run = uuid.uuid4().hex[:8]
+    holder: dict[str, Any] = {}
+    if args.url is not None:
+        holder["result"] = asyncio.run(evaluate(args.url.rstrip("/"), run))
+    else:
+        from bench.projection import on_local_stack
+        from config.settings import Settings
+        from memlog.processes import start_api, start_worker
+        from streams.topics import ensure_topics
+
+        async def started(settings: Settings) -> None:
+            settings = settings.model_copy(
+                update={
+                    "embeddings": "none",
+                    "backend_tokens": {},
+                    "operator_tokens": [],
+                    "credentials_file": None,
+                    "api_host": "127.0.0.1",
+                }
+            )
+            await ensure_topics(settings)
+            worker = await asyncio.to_thread(start_worker, settings, LOGS)
+            api = await asyncio.to_thread(start_api, settings, LOGS)
+            try:
+                holder["result"] = await evaluate(f"http://127.0.0.1:{settings.api_port}", run)
+            finally:
+                api.stop()
+                worker.stop()
+
+        on_local_stack(started)
+    summary_ = report(holder["result"])
+    if args.out is not None:
+        args.out.write_text(json.dumps({**holder["result"], **summary_}, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
