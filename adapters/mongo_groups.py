@@ -5,6 +5,7 @@ Kept apart from adapters/mongo_archives.py, whose MongoConversationArchive takes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,10 +14,12 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from adapters.mongo_entries import Run, Tail, conversation_id, group_doc, group_update, tail_of
+from adapters.mongo_entries import ARRAYS, Run, Tail, conversation_id, group_doc, group_update, tail_of
 from adapters.mongo_entries import where as _where
 from adapters.mongo_store import DUPLICATE_KEY
 from projections.archives import ConversationRef, Entry
+
+log = logging.getLogger(__name__)
 
 
 def duplicates(exc: BulkWriteError) -> set[int]:
@@ -48,6 +51,15 @@ class ArchiveGroupWrites:
         updated in place with the entries it does not hold yet (an entry it holds keeps what it became
         since: folded, reset, moved by a rename). An entry whose id its conversation holds in another
         group is dropped, as a repeated append is."""
+        for entry in (e for run in grouped for e in run.entries if e.terms_cut):
+            log.warning(
+                "archive: entry %s of %s/%s indexed by its first %d distinct tokens, %d left out (marked terms_cut)",
+                entry.entry_id,
+                entry.ref.tenant,
+                entry.ref.thread,
+                len(entry.terms),
+                entry.terms_cut,
+            )
         fresh = [run for run in grouped if not run.grows]
         again = [run for run in grouped if run.grows]
         if fresh:
@@ -55,20 +67,27 @@ class ArchiveGroupWrites:
                 await self._entries.insert_many([group_doc(run.group, run.entries) for run in fresh], ordered=False)
             except BulkWriteError as exc:
                 again += [fresh[index] for index in sorted(duplicates(exc))]  # written before: a redelivery
+        arrays: dict[Any, dict[str, Any]] = {}
         if again:  # an entry id the group holds already is stored (or an append repeated): left as it is
-            held = {
-                doc["_id"]: set(doc.get("ids", ()))
+            arrays = {
+                doc["_id"]: doc
                 for doc in await self._entries.find(
-                    {"_id": {"$in": [run.group for run in again]}}, {"ids": 1}
+                    {"_id": {"$in": [run.group for run in again]}}, dict.fromkeys(ARRAYS, 1)
                 ).to_list()
             }
-            again = [replace(run, entries=_new_ids(run, held.get(run.group, set()))) for run in again]
+            again = [
+                replace(run, entries=_new_ids(run, set(arrays.get(run.group, {}).get("ids", ())))) for run in again
+            ]
             again = [run for run in again if run.entries]
         for attempt in range(2):
             if not again:
                 return
             updates = [
-                UpdateOne({"_id": run.group, **thread_of(run.entries[0].ref)}, group_update(run.entries), upsert=True)
+                UpdateOne(
+                    {"_id": run.group, **thread_of(run.entries[0].ref)},
+                    group_update(run.entries, arrays.get(run.group)),
+                    upsert=True,
+                )
                 for run in again
             ]
             try:

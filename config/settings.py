@@ -155,6 +155,12 @@ class Settings(BaseSettings):
         description="A worker holding partitions with lag that applies nothing this long restarts its consumer, "
         "and exits with code 75 if that has not helped this long after.",
     )
+    watchdog_batch_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="A batch in progress counts as progress for the watchdog this long: a costly record "
+        "(a streamed tool call of many words) is work, not a stall; a batch that outlasts this is stuck.",
+    )
     worker_stop_seconds: float = Field(
         default=15.0,
         gt=0,

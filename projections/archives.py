@@ -104,6 +104,7 @@ class Entry:
     forked_from: str | None = None
     terms: tuple[str, ...] = ()
     n: int | None = field(default=None, compare=False)  # its place in its conversation (projections/places)
+    terms_cut: int = 0  # distinct tokens past ENTRY_TERMS, left out of the index (the mark of a capped entry)
 
     def provenance(self, snapshot: int = NEVER - 1) -> Provenance:
         if self.reset_at <= snapshot:
@@ -126,6 +127,8 @@ class Entry:
             "archives": list(self.archives),
             "enters_prompt": self.enters_prompt,
             "forked_from": self.forked_from,
+            # the mark of an entry indexed by its first ENTRY_TERMS distinct tokens: how many were left out
+            **({"terms_cut": self.terms_cut} if self.terms_cut else {}),
         }
 
 
@@ -177,14 +180,26 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+# an entry's index keys at most: SecantusDB rewrites every key of a document at each update of it
+# (measured 0.1 to 0.15 ms a key with the two multikey indexes), so this bounds what one entry costs
+# the worker that archives it, and so every other tenant that waits behind it (DESIGN, "Isolation of work")
+ENTRY_TERMS = 30_000
+
+
 def index_terms(text: str) -> tuple[str, ...]:
     """Every distinct stem of the entry (projections/relevance.py), for the candidate index: none left
     out, so an entry the matcher would match is always a candidate (the matcher, not the index, is the
-    final authority).
+    final authority), up to ENTRY_TERMS (see `capped_terms`)."""
+    return capped_terms(text)[0]
 
-    One index key per distinct stem; the body limit bounds how many (a 2 MiB entry keeps its
-    terms inside MongoDB's 16 MiB document)."""
-    return relevance.index_terms(text)
+
+def capped_terms(text: str) -> tuple[tuple[str, ...], int]:
+    """The entry's index terms (its distinct stems, sorted), and how many distinct words were left out:
+    past ENTRY_TERMS, the stems of the first ENTRY_TERMS distinct words in text order are kept, the rest
+    found only by reading. Capped before stemming, which is the worker's cost per word."""
+    distinct = list(dict.fromkeys(relevance.words(text)))
+    kept = distinct[:ENTRY_TERMS]
+    return tuple(sorted({relevance.stem(w) for w in kept})), len(distinct) - len(kept)
 
 
 @dataclass(frozen=True)
@@ -354,6 +369,7 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
     else:
         return None
     env = event.envelope
+    terms, cut = capped_terms(text)
     return Entry(
         ref=conversation_ref(event),
         entry_id=entry_id,
@@ -367,7 +383,8 @@ def entry_of(event: ThreadEvent, position: Position) -> Entry | None:
         subject=env.subject,
         agent=env.agent,
         enters_prompt=enters_prompt,
-        terms=index_terms(text),
+        terms=terms,
+        terms_cut=cut,
     )
 
 

@@ -8,7 +8,7 @@ The clock only compares what it is shown; reading the log and the checkpoints is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -74,6 +74,14 @@ class ProgressClock:
         self._since.clear()
 
 
-def stalled(behind: Iterable[Behind], seconds: float) -> list[Behind]:
-    """The readings that have held a lag without progress for `seconds` or more."""
-    return [b for b in behind if b.idle_seconds >= seconds]
+def stalled(behind: Iterable[Behind], seconds: float, working: Collection[str] = ()) -> list[Behind]:
+    """The readings that have held a lag without progress for `seconds` or more, but those of the
+    projections `working`: a batch in progress counts as progress (see `working`)."""
+    return [b for b in behind if b.idle_seconds >= seconds and b.reading.projection not in working]
+
+
+def working(started: Mapping[str, float | None], now: float, batch_seconds: float) -> set[str]:
+    """The projections inside a batch begun less than `batch_seconds` ago (`started`: when each one's
+    batch in progress began, None between batches). A long batch (one costly record: a streamed tool
+    call of 28,000 words) is work, not a stall, up to the bound; a batch that outlasts it is stuck."""
+    return {name for name, since in started.items() if since is not None and now - since < batch_seconds}

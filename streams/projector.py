@@ -122,6 +122,7 @@ class Projector(Generic[E]):
         self._sealer = sealer
         self.shredded_by: dict[tuple[str, str], int] = {}  # records skipped because their subject was erased
         self.unavailable = False  # waiting for a store or the log to come back (the watchdog leaves it be)
+        self.batch_started: float | None = None  # monotonic, while a batch is in progress (the watchdog reads it)
         if metrics is not None:
             metrics.unavailable.labels(name).set(0)
 
@@ -141,11 +142,15 @@ class Projector(Generic[E]):
         With a sealer, the batch is one of its `batch`es: an erasure in this process waits for it (it
         may hold records opened with the erased key) and then deletes what it wrote.
         """
-        if self._sealer is None:
-            await self.apply(records, await self.read(records))
-            return
-        async with self._sealer.batch():
-            await self.apply(records, await self.read(records))
+        self.batch_started = time.monotonic()
+        try:
+            if self._sealer is None:
+                await self.apply(records, await self.read(records))
+                return
+            async with self._sealer.batch():
+                await self.apply(records, await self.read(records))
+        finally:
+            self.batch_started = None
 
     async def read(self, records: Sequence[Record]) -> list[Read]:
         """Each record decoded, opened and validated as an event, or why it is not one.

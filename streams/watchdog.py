@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.metrics import Metrics
 from streams.positions import LogPositions
-from streams.progress import Behind, ProgressClock, Reading, stalled
+from streams.progress import Behind, ProgressClock, Reading, stalled, working
 from streams.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class Watchdog:
         ends: reads the log's end offsets.
         metrics: the worker's series (`memlog_projection_stalled`, `memlog_watchdog_actions`).
         seconds: MEMLOG_WATCHDOG_SECONDS.
+        batch_seconds: MEMLOG_WATCHDOG_BATCH_SECONDS: how long a batch in progress counts as progress.
         give_up: stops the worker with the exit code it is given.
         clock: monotonic seconds.
     """
@@ -70,6 +71,7 @@ class Watchdog:
         metrics: Metrics,
         seconds: float,
         give_up: Callable[[int], None],
+        batch_seconds: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._projectors = list(projectors)
@@ -80,6 +82,7 @@ class Watchdog:
         self._ends = ends
         self._metrics = metrics
         self.seconds = seconds
+        self.batch_seconds = batch_seconds
         self.interval = min(MAX_INTERVAL_SECONDS, seconds / 4)
         self._give_up = give_up
         self._clock = clock
@@ -117,7 +120,8 @@ class Watchdog:
             self._outage(now)
             log.debug("watchdog: a service is away (%s); no verdict", ", ".join(away))
             return
-        stuck = stalled(self._progress.observe(readings, now), self.seconds)
+        started = {p.name: p.batch_started for p in self._projectors}
+        stuck = stalled(self._progress.observe(readings, now), self.seconds, working(started, now, self.batch_seconds))
         self._stuck = stuck
         names = {b.reading.projection for b in stuck}
         for projector in self._projectors:

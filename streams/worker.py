@@ -199,6 +199,7 @@ def run_watchdog(
         metrics=metrics,
         seconds=settings.watchdog_seconds,
         give_up=give_up,
+        batch_seconds=settings.watchdog_batch_seconds,
     )
     app.task(watchdog.run)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.progress import ProgressClock, Reading, stalled
+from streams.progress import ProgressClock, Reading, stalled, working
 
 
 def reading(applied: int, end: int = 10, projection: str = "archive", partition: int = 0) -> Reading:
@@ -60,3 +60,16 @@ def test_idle_time_never_exceeds_the_time_since_the_checkpoint_was_first_seen_wh
         previous = applied
         for behind in clock.observe([reading(applied, end=22)], now):
             assert behind.idle_seconds == now - first_seen[applied]
+
+
+def test_a_batch_in_progress_counts_as_progress_up_to_its_bound() -> None:
+    """Issue 41: one costly record keeps its projection inside a batch; that is work, not a stall."""
+    clock = ProgressClock()
+    clock.observe([reading(4), reading(4, projection="sessions")], now=0.0)
+    behind = clock.observe([reading(4), reading(4, projection="sessions")], now=40.0)
+    busy = working({"archive": 5.0, "sessions": None}, now=40.0, batch_seconds=300.0)
+    assert busy == {"archive"}
+    assert [b.reading.projection for b in stalled(behind, 30.0, busy)] == ["sessions"]
+    late = working({"archive": 5.0, "sessions": None}, now=305.0, batch_seconds=300.0)
+    assert late == set()  # a batch that outlasts the bound is stuck
+    assert len(stalled(clock.observe([reading(4), reading(4, projection="sessions")], now=305.0), 30.0, late)) == 2
