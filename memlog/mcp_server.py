@@ -14,7 +14,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 from config.settings import Settings
-from memlog.memory import Memory
+from memlog.memory import TOOL_DEFINITIONS, Memory
 from memlog.services import open_services
 
 
@@ -40,6 +40,12 @@ class _Opened:
         await self._stack.aclose()
 
 
+def described(name: str) -> str:
+    """The tool's description as `/v1/tools` gives it: one wording on every face (seed 000: the agent saves
+    facts itself and says so, because the description tells it to)."""
+    return next(str(tool["function"]["description"]) for tool in TOOL_DEFINITIONS if tool["function"]["name"] == name)
+
+
 def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:
     opened = _Opened(settings)
 
@@ -54,7 +60,7 @@ def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:
         name="memlog", lifespan=lifespan, instructions="Lasting memory about the user: remember, recall, forget."
     )
 
-    @server.tool(description="Save one short, lasting fact about the user. Say so to the user when you do.")
+    @server.tool(description=described("remember"))
     async def remember(
         tenant: str,
         subject: str,
@@ -73,7 +79,7 @@ def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:
             call_index=call_index,
         )
 
-    @server.tool(description="Look up lasting facts about the user beyond those supplied with the context.")
+    @server.tool(description=described("recall"))
     async def recall(
         tenant: str, subject: str, query: str, exchange_id: str | None = None, call_index: int | None = None
     ) -> dict[str, Any]:
@@ -81,7 +87,7 @@ def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:
             tenant, subject, agent, "recall", {"query": query}, exchange_id=exchange_id, call_index=call_index
         )
 
-    @server.tool(description="Delete a lasting fact that turned out to be wrong.")
+    @server.tool(description=described("forget"))
     async def forget(
         tenant: str, subject: str, fact_id: str, exchange_id: str | None = None, call_index: int | None = None
     ) -> dict[str, Any]:

@@ -1,0 +1,175 @@
+"""Promises of the seeds that nothing else holds, each failing if it breaks. memlog's own worker and API
+processes on the local stack, with seed 000's thresholds (nothing tuned for the test).
+
+- 0.7 (seed 000): "The fold runs after the answer, so the player doesn't wait"; only past 42,000 tokens
+  does a read fold first. (The worker's side, and the unanswered question, are in tests/unit/test_fold_promises.py.)
+- 0.17 (seed 000): "The agent saves them itself and says so": the tool descriptions tell it to, on
+  `/v1/tools` and over MCP alike.
+- 4.28 (seed 004): no automatic archive recall: a context read returns no archived material and makes no
+  archive query.
+- 4.31 (seed 004): "Original resolution prefers the live entry and then a retained archived occurrence."
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from adapters.mongo_store import mongo_client
+from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
+TENANT = "castle-promises"
+ARCHIVE_COLLECTIONS = ("entry_groups", "conversations", "entries", "archive")
+
+
+@pytest.fixture(scope="module")
+def live(stack: Settings) -> Iterator[Settings]:
+    settings = unique_settings(stack, api_port=free_port())
+    asyncio.run(ensure_topics(settings))
+    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
+    yield settings
+    for process in reversed(processes):
+        process.stop()
+
+
+@pytest.fixture
+async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
+        yield client
+
+
+async def post(http: httpx.AsyncClient, subject: str, question: str, answer: str | None = None, **extra: Any) -> str:
+    body: dict[str, Any] = {"tenant": TENANT, "subject": subject, "question": question, **extra}
+    if answer is not None:
+        body["answer"] = answer
+    response = await http.post("/v1/exchanges", json=body)
+    assert response.status_code == 202, response.text
+    position: str = response.json()["position"]
+    return position
+
+
+async def context(http: httpx.AsyncClient, subject: str, after: str | None = None) -> dict[str, Any]:
+    params = {"after": after} if after else {}
+    response = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def thread(subject: str) -> str:
+    return f"/v1/tenants/{TENANT}/threads/session:{subject}"
+
+
+async def test_a_read_between_32k_and_42k_tokens_answers_unfolded_and_the_worker_folds_after_the_answer(
+    http: httpx.AsyncClient,
+) -> None:
+    subject = "fold-after"
+    for number in range(3):  # about 27,000 tokens, answered
+        await post(http, subject, f"question {number} " + "stone " * 9_000, f"answer {number}")
+    # the fourth question takes the session to about 36,000 tokens; its answer has not come yet
+    asked = await post(http, subject, "question 3 " + "stone " * 9_000, exchange_id="fold-after-3")
+    ctx = await context(http, subject, asked)
+    assert 32_000 < ctx["tokens"] < 42_000
+    assert ctx["summary_notice"] is None and ctx["summary"] == "" and len(ctx["exchanges"]) == 4  # at once
+    answered = await http.post(
+        "/v1/exchanges/fold-after-3/answer", json={"tenant": TENANT, "subject": subject, "answer": "answer 3"}
+    )
+    assert answered.status_code == 202, answered.text
+    after = await context(http, subject, answered.json()["position"])
+    deadline = time.monotonic() + 60
+    while after["summary_notice"] is None and time.monotonic() < deadline:  # the worker folds, afterwards
+        await asyncio.sleep(0.2)
+        after = await context(http, subject)
+    assert after["summary_notice"] is not None and after["summary"]
+    assert after["tokens"] < 32_000 and after["exchanges"][-1]["answer"] == "answer 3"
+
+
+async def test_the_tool_descriptions_tell_the_agent_to_save_facts_itself_and_say_so(
+    http: httpx.AsyncClient, live: Settings
+) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    listed = (await http.get("/v1/tools")).json()
+    tools = {tool["function"]["name"]: tool["function"]["description"] for tool in listed}
+    remember = tools["remember"]
+    assert remember.startswith("Save one short, lasting fact about the user")  # the agent saves it itself
+    assert "Say so to the user when you do." in remember  # ... and says so
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memlog", "mcp", "--agent", "allay"], env=settings_env(live)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        over_mcp = {tool.name: tool.description for tool in (await session.list_tools()).tools}
+    assert over_mcp == tools  # one wording on both faces
+
+
+async def archive_reads(settings: Settings) -> int:
+    """Reads the MongoDB-protocol server has counted on the namespace's archive collections (`top`)."""
+    client = mongo_client(settings.mongo)
+    try:
+        totals = (await client.admin.command("top"))["totals"]
+    finally:
+        await client.close()
+    names = {f"{settings.mongo_db_name}.{collection}" for collection in ARCHIVE_COLLECTIONS}
+    return sum(
+        usage["queries"]["count"] + usage["getmore"]["count"] + usage["commands"]["count"]
+        for name, usage in totals.items()
+        if name in names
+    )
+
+
+async def test_a_context_read_returns_no_archived_material_and_makes_no_archive_query(
+    http: httpx.AsyncClient, live: Settings
+) -> None:
+    subject = "no-recall"
+    await post(http, subject, "where is the obsidian lantern?", "under the third willow")
+    reset = await http.post(f"{thread(subject)}/conversations/main/reset", json={"reason": "new quest"})
+    assert reset.status_code == 202, reset.text
+    last = await post(http, subject, "what now?", "follow the river")
+    # the archive holds the old generation: an explicit search finds it
+    found = await http.get(
+        f"{thread(subject)}/search", params={"q": "obsidian lantern", "scope": "history", "after": last}
+    )
+    assert found.status_code == 200 and found.json()["results"], found.text
+    await context(http, subject, last)  # the session has applied everything too
+    before = await archive_reads(live)
+    assert before > 0  # the counter counts: the search above read the archive
+    for _ in range(5):
+        ctx = await context(http, subject)
+        assert "obsidian" not in str(ctx) and "willow" not in str(ctx)
+        assert [exchange["question"] for exchange in ctx["exchanges"]] == ["what now?"]
+    assert await archive_reads(live) == before
+
+
+async def test_an_entry_live_and_in_a_fork_or_reset_archive_resolves_to_the_live_one(http: httpx.AsyncClient) -> None:
+    subject = "live-wins"
+    last = await post(http, subject, "which gate is open?", "the red gate", exchange_id="gate-1")
+    forked = await http.post(
+        f"{thread(subject)}/conversations/main/fork", json={"target": "side"}, params={"after": last}
+    )
+    assert forked.status_code == 202, forked.text
+    entry = f"{thread(subject)}/entries/gate-1.q"
+    # in main, live, and copied into the fork: the live entry of the current conversation
+    both = (await http.get(entry, params={"after": forked.json()["position"]})).json()
+    assert (both["conversation"], both["provenance"], both["forked_from"]) == ("main", "active", None)
+    # main reset: its occurrence is now in a reset archive, the fork's is live, and wins
+    reset = await http.post(f"{thread(subject)}/conversations/main/reset", json={})
+    assert reset.status_code == 202, reset.text
+    resolved = (await http.get(entry, params={"after": reset.json()["position"]})).json()
+    assert (resolved["conversation"], resolved["provenance"]) == ("side", "active")
+    archived = (await http.get(entry, params={"conversation": "main"})).json()
+    assert archived["provenance"] == "reset"  # the archived occurrence is still there, and retrievable
+    original = await http.get(f"{entry}/original")
+    assert original.status_code == 200 and "which gate is open?" in original.text
