@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     namespace_check_seconds: float = Field(
         default=300.0, gt=0, description="How often a worker drops the namespaces whose grace period has passed."
     )
+    ingest_retention_seconds: int = Field(
+        default=3600,
+        ge=1,
+        description="How long the ingest topic (<prefix>.ingest, unsealed events of producers without the master "
+        "key) keeps a record the worker has not sealed and deleted yet: the bound on its plaintext there.",
+    )
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
     worker_projections: str = Field(

@@ -12,7 +12,8 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
 class HttpSchemaRegistry:
-    """The two calls memlog makes: register a schema under a subject, and fetch one by id.
+    """The calls memlog makes: register a schema under a subject, set a subject's compatibility level,
+    and fetch a schema by id.
 
     Args:
         url: base URL of the Confluent-compatible API, e.g. ``http://host:8081`` or
@@ -31,6 +32,28 @@ class HttpSchemaRegistry:
         if response.status_code >= 300:
             raise LogUnavailable(f"schema registry refused {subject}: {response.status_code} {response.text[:200]}")
         return int(response.json()["id"])
+
+    def set_compatibility(self, subject: str, level: str) -> None:
+        """The level the registry checks each new version of `subject` against (BACKWARD, FULL, ...)."""
+        try:
+            response = self._client.put(f"/config/{subject}", content=json.dumps({"compatibility": level}))
+        except httpx.HTTPError as exc:
+            raise LogUnavailable(f"schema registry unreachable: {exc}") from exc
+        if response.status_code >= 300:
+            raise LogUnavailable(
+                f"schema registry refused {level} for {subject}: {response.status_code} {response.text[:200]}"
+            )
+
+    def compatibility(self, subject: str) -> str | None:
+        try:
+            response = self._client.get(f"/config/{subject}")
+        except httpx.HTTPError as exc:
+            raise LogUnavailable(f"schema registry unreachable: {exc}") from exc
+        if response.status_code == 404:
+            return None
+        body = response.json()
+        level = body.get("compatibilityLevel") or body.get("compatibility")
+        return None if level is None else str(level)
 
     def schema_by_id(self, schema_id: int) -> str:
         try:

@@ -62,7 +62,7 @@ class Recorded:
     position: Position  # of the exchange's last event
 
 
-def _topic_of(event: Event) -> str:
+def topic_of(event: Event) -> str:
     if isinstance(event, FACT_EVENTS):
         return "facts"
     if isinstance(event, TRACE_EVENTS):
@@ -215,8 +215,8 @@ class EventProducer:
         size = sum(len(value) for value in values)
         if size > self._settings.max_message_bytes:
             raise InvalidEvent("body", f"encodes to {size} bytes; at most {self._settings.max_message_bytes}")
-        short = _topic_of(events[0])
-        if any(_topic_of(e) != short for e in events):
+        short = topic_of(events[0])
+        if any(topic_of(e) != short for e in events):
             raise InvalidEvent("events", "a batch goes to one topic: thread, fact and trace events apart")
         topic = self._settings.topic(short)
         kafka = self._producer

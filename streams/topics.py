@@ -21,6 +21,20 @@ log = logging.getLogger(__name__)
 FOREVER = -1
 
 
+def ingest_configs(settings: Settings) -> dict[str, str]:
+    """The ingest topic (streams/ingest.py): short retention in small segments. Kafka deletes whole
+    segments only, so a segment rolls as often as the retention runs out: an unsealed record is gone at
+    most about twice MEMLOG_INGEST_RETENTION_SECONDS after it was sent, even with no worker running."""
+    ms = str(settings.ingest_retention_seconds * 1000)
+    return {
+        "retention.ms": ms,
+        "segment.ms": ms,
+        "max.message.bytes": str(settings.max_message_bytes),
+        # the broker dates each record: a producer's clock cannot date a record before an erasure it followed
+        "message.timestamp.type": "LogAppendTime",
+    }
+
+
 def retention_needed(settings: Settings, topic: str) -> int:
     """The shortest retention (ms, -1 for none) a topic may have so that a replay rebuilds every projection.
 
@@ -35,6 +49,8 @@ def retention_needed(settings: Settings, topic: str) -> int:
 
 
 def topic_configs(settings: Settings, topic: str) -> dict[str, str]:
+    if topic == settings.topic("ingest"):
+        return ingest_configs(settings)
     configs = {"max.message.bytes": str(settings.max_message_bytes)}
     if settings.min_insync_replicas is not None:  # with acks=all, how many replicas hold a record before it counts
         configs["min.insync.replicas"] = str(settings.min_insync_replicas)
@@ -46,7 +62,7 @@ def topic_configs(settings: Settings, topic: str) -> dict[str, str]:
 
 async def ensure_topics(settings: Settings) -> list[str]:
     """Create every missing topic; returns the names created. Existing topics are left as they are."""
-    wanted = [*settings.subject_topics, settings.deadletter_topic]
+    wanted = [*settings.subject_topics, settings.deadletter_topic, settings.topic("ingest")]
     admin = AIOKafkaAdminClient(**kafka_options(settings), request_timeout_ms=15000)
     created: list[str] = []
     try:

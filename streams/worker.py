@@ -34,6 +34,7 @@ from streams.app import create_app
 from streams.consumer import FaustConsumer
 from streams.faults import FaultHooks
 from streams.folds import FoldScheduler, FoldService
+from streams.ingest import IngestSealer, ingest_on
 from streams.metrics import Metrics
 from streams.name_clash import NameClash
 from streams.namespaces import Namespaces, drop_on_timer
@@ -300,6 +301,8 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
         privacy = privacy_projector(settings, codec, stores, shared, sealer, namespaces, dead_letters, metrics)
         subscribe(app, topics["privacy"], privacy, settings, faults)
         projectors.append(privacy)
+    if "sessions" in settings.worker_set():  # the sessions' workers seal what the ingest topic holds
+        ingest_on(app, IngestSealer(settings, codec, producer, shared.ledger, dead_letters.send))
     resume = ResumeFromCheckpoints(app, projectors)
     app.on_rebalance_complete.connect(resume)
     if settings.worker_instance is not None:

@@ -38,6 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             created = asyncio.run(ensure_topics(settings))
             print(f"created: {', '.join(created) or 'none (all exist)'}")
             return 0
+        if args.command == "schemas":
+            from memlog.cli.schemas import register_schemas
+
+            registered = register_schemas(settings, args)
+            for name, schema_id in registered:
+                print(f"{name}: id {schema_id}, {args.compatibility}")
+            return 0
         if args.command == "worker":
             from streams.worker import run_worker
 

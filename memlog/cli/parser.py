@@ -5,27 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from config.settings import MAX_REPLAY_WORKERS
+from memlog.cli.schemas import LEVELS
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlog", description="Event-sourced memory for AI agent backends.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
-    parser.add_argument("--version", action="version", version=f"memlog {installed_version()}")
-    parser.add_argument(
-        "--api",
-        default=None,
-        metavar="URL",
-        help="an operator's commands (erase, export, ledger, facts, threads, retention, replay) and mcp go "
-        "through this deployment's HTTP API with a token, never with the stores or the master key",
-    )
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("MEMLOG_API_TOKEN"),
-        help="with --api: an operator's (or a backend's) token (default: MEMLOG_API_TOKEN)",
-    )
-    parser.add_argument("--json", action="store_true", help="print what the command prints as JSON")
+    _through_the_api(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("up", help="run everything: the local stack where nothing is configured, worker, API")
     commands.add_parser("worker", help="run the Faust worker (all projection agents)")
@@ -40,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="redis-cluster: a local 3-master Redis Cluster for MEMLOG_REDIS_CLUSTER=true; kafka-cluster: "
         "a local 3-broker KRaft cluster for replicated topics (default: the stack)",
     )
+    _schemas(commands)
     topics = commands.add_parser("topics", help="create memlog's topics")
     topics.add_argument("action", choices=["create"])
     facts = commands.add_parser("facts", help="a subject's lasting facts: list, add, edit, rm, clear")
@@ -109,6 +99,34 @@ def build_parser() -> argparse.ArgumentParser:
     retention.add_argument("--confirm", action="store_true", help="delete the targets (each re-checked first)")
     retention.add_argument("--now", type=int, default=None, help="epoch ms to plan against; default: now")
     return parser
+
+
+def _through_the_api(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"memlog {installed_version()}")
+    parser.add_argument(
+        "--api",
+        default=None,
+        metavar="URL",
+        help="an operator's commands (erase, export, ledger, facts, threads, retention, replay) and mcp go "
+        "through this deployment's HTTP API with a token, never with the stores or the master key",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("MEMLOG_API_TOKEN"),
+        help="with --api: an operator's (or a backend's) token (default: MEMLOG_API_TOKEN)",
+    )
+    parser.add_argument("--json", action="store_true", help="print what the command prints as JSON")
+
+
+def _schemas(commands: Any) -> None:
+    schemas = commands.add_parser(
+        "schemas", help="register every event type's schema in the registry, with a compatibility level"
+    )
+    schemas.add_argument("action", choices=["register"])
+    schemas.add_argument("--compatibility", choices=LEVELS, default="BACKWARD", help="default: BACKWARD")
+    schemas.add_argument(
+        "--url", default=None, help="the registry's Confluent-compatible API (default: MEMLOG_SCHEMA_REGISTRY_URL)"
+    )
 
 
 def processes(text: str) -> int:

@@ -90,3 +90,18 @@ async def test_the_producer_writes_confluent_framed_events_to_kafka(registry_url
         ]
     finally:
         codec.close()
+
+
+def test_schemas_register_puts_every_type_in_the_registry_with_its_compatibility(registry_url: str) -> None:
+    from memlog.processes import run_cli
+
+    settings = Settings(schema_registry_url=registry_url)
+    done = run_cli(settings, "schemas", "register", "--compatibility", "FULL")
+    assert done.returncode == 0, done.stdout + done.stderr
+    registry = HttpSchemaRegistry(registry_url)
+    try:
+        for name in Catalog().names():
+            assert f"{name}: id " in done.stdout
+            assert registry.compatibility(name) == "FULL", name
+    finally:
+        registry.close()
