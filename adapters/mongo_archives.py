@@ -105,7 +105,9 @@ LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept 
 class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, ArchiveNeighbourReads):
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], *, search_time_ms: int = 1000) -> None:
+        """search_time_ms: maxTimeMS of a search's reads (MEMLOG_SEARCH_MAX_TIME_MS)."""
+        self._search_time_ms = search_time_ms
         self._entries = database[GROUPS]
         self._conversations = database["conversations"]
         self._legacy = database[LEGACY_RAW_COPY]
@@ -424,7 +426,8 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
         if owner is not None:
             query["owner"] = owner
         with mongo_errors():
-            docs = await self._conversations.find(query).sort("last_at", ASCENDING).to_list()
+            found = self._conversations.find(query).sort("last_at", ASCENDING).max_time_ms(self._search_time_ms)
+            docs = await found.to_list()
         return [_meta(d) for d in docs]
 
     def candidate_query(
@@ -454,14 +457,15 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
         snapshot: int,
         since: int | None = None,
         until: int | None = None,
+        limit: int | None = None,
     ) -> list[Entry]:
         query = self.candidate_query(tenant, thread, owner, terms, conversation=conversation)
+        cursor = self._entries.find(query, WITHOUT_TERMS).max_time_ms(self._search_time_ms)
         with mongo_errors():
-            docs = entries_of(await self._entries.find(query, WITHOUT_TERMS).to_list())  # whole exchanges
-        found = (entry_of_doc(d) for d in docs)
+            docs = entries_of(await (cursor if limit is None else cursor.limit(limit)).to_list())  # whole exchanges
         return [
             e
-            for e in found
+            for e in map(entry_of_doc, docs)
             if in_scope(e, scope, snapshot)
             and (since is None or e.occurred_at >= since)
             and (until is None or e.occurred_at < until)

@@ -26,8 +26,10 @@ CANDIDATE_FIELDS = WITHOUT_ORIGINALS
 class MongoArchiveSearch:
     """See projections/ports.py ArchiveSearch for the contract."""
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]], *, search_time_ms: int = 1000) -> None:
+        """search_time_ms: maxTimeMS of a search's reads (MEMLOG_SEARCH_MAX_TIME_MS)."""
         self._entries = database[GROUPS]
+        self._search_time_ms = search_time_ms
 
     async def prepare(self) -> None:
         with mongo_errors():
@@ -50,7 +52,11 @@ class MongoArchiveSearch:
             query["terms"] = {"$in": terms}
         return query
 
-    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
+    async def across(
+        self, tenant: str, terms: list[str], *, agent: str | None, limit: int | None = None
+    ) -> list[Entry]:
+        found = self._entries.find(self.across_query(tenant, terms, agent=agent), CANDIDATE_FIELDS)
+        found = found.max_time_ms(self._search_time_ms)
         with mongo_errors():
-            groups = await self._entries.find(self.across_query(tenant, terms, agent=agent), CANDIDATE_FIELDS).to_list()
+            groups = await (found if limit is None else found.limit(limit)).to_list()
         return [entry_of_doc(d) for d in entries_of(groups)]  # whole exchanges: ranked as one document

@@ -118,8 +118,8 @@ def open_stores(
     database = mongo[scoped.mongo_db_name]
     facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
-    conversations = MongoConversationArchive(database)
-    archive_search = MongoArchiveSearch(database)
+    conversations = MongoConversationArchive(database, search_time_ms=settings.search_max_time_ms)
+    archive_search = MongoArchiveSearch(database, search_time_ms=settings.search_max_time_ms)
     idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
     fact_slots = MongoFactSlots(database)
 

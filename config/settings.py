@@ -237,6 +237,18 @@ class Settings(BaseSettings):
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
     fork_entries: int = Field(default=200, ge=1, description="A fork copies this many newest active entries (004).")
+    search_max_candidates: int = Field(
+        default=1000,
+        ge=1,
+        description="A search reads at most this many exchanges' entry groups; past it the answer is marked "
+        "`partial: true` (issue 41: no request reads an archive whole).",
+    )
+    search_max_time_ms: int = Field(
+        default=1000,
+        ge=1,
+        description="maxTimeMS of each MongoDB query a search makes; past it the search answers 503 (SecantusDB "
+        "cannot stop a query whose client went away, so this bounds it too).",
+    )
     retention_enabled: bool = Field(default=False, description="Conversation retention; disabled until enabled (004).")
     retention_main_days: int = Field(default=60, ge=1, description="Age after which a main conversation may go.")
     retention_task_days: int = Field(default=30, ge=1, description="... a task conversation.")

@@ -36,7 +36,7 @@ from projections.archives import (
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narrow, zone
 from projections.ports import ConversationArchive, Idempotency
 from projections.position import Position
-from projections.ranking import Grouping, rank, search_position
+from projections.ranking import Grouping, partial, rank, search_position
 from projections.relevance import query_of
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NotFound, NothingToDo, TargetExists
@@ -109,6 +109,7 @@ class Conversations:
     claims: Idempotency | None = None  # the names forks and renames take, reserved when they are accepted
     archived: Callable[[Position], Awaitable[bool]] | None = None  # whether the archive has applied a position
     evidence: Evidence | None = None  # tool entries' run_id (seed 004, evidence); None: not joined
+    search_candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -173,6 +174,7 @@ class Conversations:
                 snapshot=snapshot,
                 since=since,
                 until=until,
+                limit=self.search_candidates + 1,
             )
         if documents is None:
             documents = await self.documents(tenant, thread, owner, candidates)
@@ -211,6 +213,7 @@ class Conversations:
             "query": query,
             "scope": scope,
             "snapshot": str(snapshot),
+            "partial": partial(candidates, self.search_candidates),
             "results": results,
             "next_cursor": next_cursor,
         }

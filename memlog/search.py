@@ -21,7 +21,7 @@ from projections.archives import (
     match,
 )
 from projections.ports import ArchiveSearch, Checkpoints, ConversationArchive
-from projections.ranking import Grouping, Hit, rank
+from projections.ranking import Grouping, Hit, partial, rank
 from projections.relevance import query_of
 from projections.search import (
     Marks,
@@ -56,6 +56,7 @@ class CrossSearch:
     search: ArchiveSearch
     archive: ConversationArchive
     checkpoints: Checkpoints | None = None
+    candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
 
     async def agent(self, tenant: str, agent: str, query: str, **options: Any) -> dict[str, Any]:
         """The agent's explicit search over the entries it took part in, every thread of the tenant."""
@@ -93,7 +94,11 @@ class CrossSearch:
         if cursor:
             marks, after, documents = decode_cursor(cursor, bound)
         # no word at all: nothing the index can find, and the archive is never read whole
-        found = await self.search.across(tenant, asked.lookup, agent=agent) if asked.terms else []
+        found = (
+            await self.search.across(tenant, asked.lookup, agent=agent, limit=self.candidates + 1)
+            if asked.terms
+            else []
+        )
         if marks is None:
             marks = await self._snapshot(found)  # the first page: the run's snapshot
         if documents is None:
@@ -123,6 +128,7 @@ class CrossSearch:
             "query": query,
             "scope": scope,
             "snapshot": {part: str(at) for part, at in sorted(marks.items())},
+            "partial": partial(found, self.candidates),
             "results": results,
             "next_cursor": encode_cursor(bound, marks, hits[-1].key, documents) if more and hits else None,
         }

@@ -213,6 +213,7 @@ class Services:
                 claims=self.idempotency,
                 archived=lambda position: self.positions.reached(position, 0, archive=True),
                 evidence=self.evidence,
+                search_candidates=self.settings.search_max_candidates,
             ),
         )
 
@@ -226,7 +227,13 @@ class Services:
     def cross_search(self) -> CrossSearch:
         """Search across threads: an agent's over what it took part in, an operator's over a tenant (004)."""
         return self._use(
-            "cross-search", lambda: CrossSearch(self.archive_search, self.conversations, self.archive_checkpoints)
+            "cross-search",
+            lambda: CrossSearch(
+                self.archive_search,
+                self.conversations,
+                self.archive_checkpoints,
+                self.settings.search_max_candidates,
+            ),
         )
 
     @property

@@ -247,8 +247,10 @@ class ConversationArchive(Protocol):
         snapshot: int,
         since: int | None = None,
         until: int | None = None,
+        limit: int | None = None,
     ) -> list[Entry]:
-        """Entries in scope at the snapshot sharing a term with the query (all in scope without terms)."""
+        """The entries of every exchange in scope at the snapshot one of whose entries holds one of the
+        index terms (all in scope without terms); of at most `limit` exchanges' groups when given."""
         ...
 
     async def entries(
@@ -314,10 +316,13 @@ class ArchiveSearch(Protocol):
     """Search across the threads of a tenant (004: an agent's explicit search, an operator's); the
     archive's entries, read through their own indexes. The rules are in projections/search.py."""
 
-    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
-        """Entries of the tenant sharing a term with the query (every one without terms), of every thread,
-        conversation and scope; only those of events by `agent` when given. The caller applies snapshot,
-        scope and dates."""
+    async def across(
+        self, tenant: str, terms: list[str], *, agent: str | None, limit: int | None = None
+    ) -> list[Entry]:
+        """The entries of every exchange of the tenant one of whose entries holds one of the index terms
+        (every one without terms), of every thread, conversation and scope; only those of events by
+        `agent` when given; of at most `limit` exchanges' groups when given. The caller applies
+        snapshot, scope and dates."""
         ...
 
 

@@ -26,6 +26,16 @@ class Hit:
 Grouping = Literal["exchange", "entry"]
 
 
+def exchange_of(entry: Entry) -> tuple[ConversationRef, str]:
+    """The exchange an entry belongs to (an entry of none stands alone): what a candidate cap counts."""
+    return (entry.ref, entry.exchange_id if entry.exchange_id is not None else f"entry:{entry.entry_id}")
+
+
+def partial(candidates: Iterable[Entry], cap: int) -> bool:
+    """Whether candidates read with a cap of `cap` + 1 exchanges hit it: the ranking saw only part of the matches."""
+    return len({exchange_of(e) for e in candidates}) > cap
+
+
 def _unit(entry: Entry, group: Grouping) -> tuple[ConversationRef, str, str]:
     """What one result stands for: the exchange (its question, tool calls and answer), or the entry."""
     if group == "exchange" and entry.exchange_id is not None:

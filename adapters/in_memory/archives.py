@@ -29,6 +29,7 @@ from projections.archives import (
     neighbours_of,
 )
 from projections.ports import PENDING_SECONDS, Clock, utc_now
+from projections.ranking import exchange_of
 from schemas.events import MAIN_CONVERSATION
 
 
@@ -181,10 +182,11 @@ class InMemoryConversationArchive:
         snapshot: int,
         since: int | None = None,
         until: int | None = None,
+        limit: int | None = None,
     ) -> list[Entry]:
         return [
             e
-            for e in self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant)
+            for e in self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant, limit)
             if (e.ref.thread, e.ref.owner) == (thread, owner)
             and conversation in (None, e.ref.conversation)
             and in_scope(e, scope, snapshot)
@@ -192,21 +194,30 @@ class InMemoryConversationArchive:
             and (until is None or e.occurred_at < until)
         ]
 
-    def _exchanges_sharing(self, terms: list[str], within: Callable[[Entry], bool]) -> list[Entry]:
+    def _exchanges_sharing(
+        self, terms: list[str], within: Callable[[Entry], bool], limit: int | None = None
+    ) -> list[Entry]:
         """The entries of every exchange one of whose entries shares a term (all without terms), as the
-        MongoDB archive's groups hold them."""
+        MongoDB archive's groups hold them; of the first `limit` exchanges when given."""
         wanted = set(terms)
         held = [e for e in self._entries.values() if within(e)]
         hit = {(e.ref, e.exchange_id) for e in held if e.exchange_id is not None and wanted & set(e.terms)}
-        return [
+        found = [
             e
             for e in held
             if not wanted or wanted & set(e.terms) or (e.exchange_id is not None and (e.ref, e.exchange_id) in hit)
         ]
+        if limit is None:
+            return found
+        units = list(dict.fromkeys(exchange_of(e) for e in found))[:limit]
+        kept = set(units)
+        return [e for e in found if exchange_of(e) in kept]
 
-    async def across(self, tenant: str, terms: list[str], *, agent: str | None) -> list[Entry]:
+    async def across(
+        self, tenant: str, terms: list[str], *, agent: str | None, limit: int | None = None
+    ) -> list[Entry]:
         """ArchiveSearch: the in-memory archive searches its own entries."""
-        return self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant and agent in (None, e.agent))
+        return self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant and agent in (None, e.agent), limit)
 
     async def entries(
         self,

@@ -88,6 +88,12 @@ class ArchiveSearchContract:
         everything = await search.across("castle", [], agent="baker")
         assert sorted(e.entry_id for e in everything) == ["a2.a", "a2.q", "p1.a", "p1.q"]
 
+    async def test_candidates_of_at_most_limit_exchanges(self, pair: Pair) -> None:
+        archive, search = pair
+        await _load(archive)
+        found = await search.across("castle", ["chest"], agent=None, limit=3)
+        assert len({(e.ref, e.exchange_id) for e in found}) == 3
+
     async def test_a_late_sorting_word_of_a_5000_token_entry_is_a_candidate(self, pair: Pair) -> None:
         archive, search = pair
         words = " ".join(f"w{n:05d}" for n in range(4_999)) + " zymurgy"

@@ -208,6 +208,15 @@ class ConversationArchiveContract:
         assert [e.entry_id for e in current] == ["x1.q", "x1.a"]  # whole exchanges
         assert sorted(e.entry_id for e in history) == ["x0.a", "x0.q", "x1.a", "x1.q"]
 
+    async def test_candidates_of_at_most_limit_exchanges(self, archive: ConversationArchive) -> None:
+        log = Log()
+        for n in range(4):
+            await _apply(archive, log.exchange(n, f"diamond number {n}", "ok"))
+        found = await archive.candidates(
+            "castle", "session", "ann", ["diamond"], conversation=None, scope="current", snapshot=99, limit=2
+        )
+        assert len({e.exchange_id for e in found}) == 2 and len(found) == 4  # whole exchanges, two of them
+
     async def test_a_late_sorting_word_of_a_5000_token_entry_is_a_candidate(self, archive: ConversationArchive) -> None:
         log = Log()
         words = [f"w{n:05d}" for n in range(4_999)] + ["zymurgy"]  # 5,000 distinct; the last sorts last

@@ -175,6 +175,10 @@ async def test_search_ranking_bounds_and_cursor_binding(http: httpx.AsyncClient)
     assert [n["role"] for n in windowed["results"][0]["neighbours"]] == ["answer", "answer"]
     assert (await search(http, s, "diamond", neighbours=4)).status_code == 422
     assert (await search(http, s, "diamond", limit=201)).status_code == 422
+    many = await search(http, s, " ".join(f"t{n}" for n in range(1_000)))
+    assert many.status_code == 422 and many.json()["detail"][0]["loc"][-1] == "q"
+    nothing = (await search(http, s, "?! ...")).json()  # no word: answered from nothing, not the archive whole
+    assert nothing["results"] == [] and nothing["partial"] is False and page["partial"] is False
     # paging: one result a page, every match exactly once, in rank order
     seen, cursor = [], None
     for _ in range(5):

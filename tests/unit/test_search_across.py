@@ -84,6 +84,18 @@ async def test_an_agent_finds_its_own_entries_in_every_thread_ranked_phrase_firs
     assert [r["entry_id"] for r in everyone["results"]] == ["x0.q", "x3.q", "x1.q", "x2.q"]
 
 
+async def test_a_capped_read_is_marked_partial_and_no_word_reads_nothing() -> None:
+    archive, _, _ = await world()
+    capped = CrossSearch(archive, archive, archive.checkpoints, candidates=2)
+    page = await capped.tenant("castle", "red chest")
+    assert page["partial"] is True and len(page["results"]) == 3  # two exchanges and one past the cap, read
+    whole = await CrossSearch(archive, archive, archive.checkpoints).tenant("castle", "red chest")
+    assert whole["partial"] is False and len(whole["results"]) == 4
+    assert (await capped.tenant("castle", "?!"))["results"] == []
+    with pytest.raises(InvalidEvent, match="q"):
+        await capped.tenant("castle", " ".join(f"t{n}" for n in range(1_000)))
+
+
 async def test_pages_keep_the_first_pages_snapshot_while_the_archive_moves() -> None:
     archive, search, log = await world()
     first = await search.agent("castle", "smith", "red chest", limit=1)

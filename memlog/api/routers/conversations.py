@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from memlog.api.auth import OPERATOR_ONLY, TENANT_ONLY
 from memlog.api.deps import AFTER, CONFLICT, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.gone import unless_gone
 from memlog.api.models import Accepted, ArchiveIn, OperationAccepted, PurgeIn, ResetIn, RetentionIn, TargetIn
 from memlog.conversations import conversation_ref
 from projections.archives import ConversationRef
@@ -60,6 +61,7 @@ GROUP = Query(
 
 @router.get(THREAD + "/search", dependencies=TENANT_ONLY, responses=NOT_FOUND)
 async def search(
+    request: Request,
     tenant: str,
     thread: str,
     services: ServicesDep,
@@ -89,21 +91,24 @@ async def search(
     if conversation is not None:
         check_name("conversation", conversation)
     await services.positions.wait_all(after, wait, archive=True)
-    return await services.threads().search(
-        ref.tenant,
-        ref.thread,
-        ref.owner,
-        q,
-        scope=scope,
-        conversation=conversation,
-        since=since,
-        until=until,
-        radius=neighbours,
-        limit=limit,
-        cursor=cursor,
-        day=day,
-        tz=tz,
-        group=group,
+    return await unless_gone(
+        request,
+        services.threads().search(
+            ref.tenant,
+            ref.thread,
+            ref.owner,
+            q,
+            scope=scope,
+            conversation=conversation,
+            since=since,
+            until=until,
+            radius=neighbours,
+            limit=limit,
+            cursor=cursor,
+            day=day,
+            tz=tz,
+            group=group,
+        ),
     )
 
 
@@ -124,6 +129,7 @@ Q = Query(
 
 @router.get("/v1/tenants/{tenant}/agents/{agent}/search", dependencies=TENANT_ONLY)
 async def agent_search(
+    request: Request,
     tenant: str,
     agent: str,
     services: ServicesDep,
@@ -142,22 +148,26 @@ async def agent_search(
     entries of its own events in subjects' sessions, its automation thread and the public thread.
     Each result names its thread and conversation and is marked `enters_prompt: false`."""
     await services.positions.wait_all(after, wait, archive=True)
-    return await services.cross_search.agent(
-        tenant,
-        agent,
-        q,
-        scope=scope,
-        since=since,
-        until=until,
-        radius=neighbours,
-        limit=limit,
-        cursor=cursor,
-        group=group,
+    return await unless_gone(
+        request,
+        services.cross_search.agent(
+            tenant,
+            agent,
+            q,
+            scope=scope,
+            since=since,
+            until=until,
+            radius=neighbours,
+            limit=limit,
+            cursor=cursor,
+            group=group,
+        ),
     )
 
 
 @router.get("/v1/tenants/{tenant}/search", dependencies=OPERATOR_ONLY)
 async def tenant_search(
+    request: Request,
     tenant: str,
     services: ServicesDep,
     q: str = Q,
@@ -174,8 +184,11 @@ async def tenant_search(
     """Operators only: search every thread of the tenant, across agents (004, "Operator cross-agent
     search"); each result names its thread, conversation and agent and is marked `enters_prompt: false`."""
     await services.positions.wait_all(after, wait, archive=True)
-    return await services.cross_search.tenant(
-        tenant, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor, group=group
+    return await unless_gone(
+        request,
+        services.cross_search.tenant(
+            tenant, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor, group=group
+        ),
     )
 
 

@@ -1,0 +1,202 @@
+"""Bounded search (issue 41) through the HTTP API: what a common word, no word, 1,000 terms and a client
+that leaves cost, on an agent with 1,200 exchanges of 22 KB.
+
+Loads the exchanges (one subject's session, agent `bounds`; every exchange holds the common word
+`lantern`, two hold the rare word `zephyrine`), then measures, interleaved round by round, the agent's
+search and the thread's search for the rare word, the common word, `q=ü` and a query with no word,
+with `/healthz` polled every 10 ms meanwhile; then the refusals (1,000 terms, empty q), and a client
+that closes its connection 200 ms into a common-word search: the time until the SecantusDB connection
+that ran its read leaves `currentOp` (SecantusDB cannot stop a running command: its connection closes
+when the read ends, at the latest at MEMLOG_SEARCH_MAX_TIME_MS).
+
+    python -m bench.search_bounds [--candidates N] [--out r.json]   # starts API and worker on the local stack
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pymongo import AsyncMongoClient
+
+LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
+EXCHANGES = 1200
+BYTES = 22 * 1024
+ROUNDS = 7
+SYLLABLES = [a + b for a in "bdfgklmnprstvz" for b in ("a", "e", "i", "o", "u", "ar", "en", "il", "on", "us")]
+
+
+def text(rng: random.Random, rare: bool) -> str:
+    words = ["lantern"] + (["zephyrine"] if rare else [])
+    while sum(len(w) + 1 for w in words) < BYTES:
+        words.append("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+async def timed(call: Callable[[], Awaitable[httpx.Response]]) -> tuple[float, httpx.Response]:
+    started = time.perf_counter()
+    response = await call()
+    return time.perf_counter() - started, response
+
+
+async def load(http: httpx.AsyncClient, tenant: str) -> None:
+    rng = random.Random(7)
+    bodies = [
+        {
+            "tenant": tenant,
+            "subject": "keeper",
+            "agent": "bounds",
+            "exchange_id": f"b{n}",
+            "question": f"what did the ledger say on day {n}?",
+            "answer": text(rng, n in (300, 900)),
+        }
+        for n in range(EXCHANGES)
+    ]
+    last = ""
+    gate = asyncio.Semaphore(6)
+
+    async def post(body: dict[str, Any]) -> None:
+        nonlocal last
+        async with gate:
+            response = await http.post("/v1/exchanges", json=body)
+            response.raise_for_status()
+            last = max(last, response.json()["position"])
+
+    await asyncio.gather(*(post(b) for b in bodies))
+    waited = await http.get(
+        f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": "x", "after": last, "wait": 600}
+    )
+    waited.raise_for_status()
+
+
+async def with_health(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[Any, float]:
+    """The work's result and the slowest /healthz answer while it ran."""
+    slowest = 0.0
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        took, _ = await timed(lambda: http.get("/healthz"))
+        slowest = max(slowest, took)
+        await asyncio.sleep(0.01)
+    return task.result(), slowest
+
+
+async def disconnect(url: str, tenant: str, mongo: str) -> dict[str, Any]:
+    """Close a client 200 ms into a common-word search; how long until its read's connection leaves currentOp."""
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo)
+
+    async def finds() -> set[int]:
+        ops = (await client.admin.command("currentOp", {"$all": True}))["inprog"]
+        return {int(op["connectionId"]) for op in ops if op.get("type") == "op" and op.get("op") == "find"}
+
+    before = await finds()
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        request = asyncio.ensure_future(
+            http.get(f"/v1/tenants/{tenant}/agents/bounds/search", params={"q": "lantern", "neighbours": 0})
+        )
+        await asyncio.sleep(0.2)
+        running = await finds()
+        request.cancel()
+        await asyncio.gather(request, return_exceptions=True)
+    closed = time.perf_counter()
+    watched = running - before or running
+    gone_after = None
+    while time.perf_counter() - closed < 10:
+        if watched - await finds():
+            gone_after = time.perf_counter() - closed
+            break
+        await asyncio.sleep(0.02)
+    await client.close()
+    return {"watched_connections": len(watched), "gone_after_s": gone_after}
+
+
+def p50(samples: Sequence[float]) -> float:
+    return round(statistics.median(samples) * 1000, 1)
+
+
+async def measure(url: str, tenant: str, mongo: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        started = time.perf_counter()
+        await load(http, tenant)
+        out["load_s"] = round(time.perf_counter() - started, 1)
+        routes = {
+            "agent": f"/v1/tenants/{tenant}/agents/bounds/search",
+            "thread": f"/v1/tenants/{tenant}/threads/session:keeper/search",
+        }
+        queries = {"rare": "zephyrine", "common": "lantern", "u-umlaut": "ü", "no word": "?!"}
+        times: dict[str, list[float]] = {f"{r} {q}": [] for r in routes for q in queries}
+        health: list[float] = []
+        partial: dict[str, Any] = {}
+        for _ in range(ROUNDS):
+            for route, path in routes.items():
+                for name, q in queries.items():
+                    call = http.get(path, params={"q": q, "scope": "history", "neighbours": 0, "limit": 10})
+                    (took, response), slowest = await with_health(http, timed(lambda c=call: c))
+                    response.raise_for_status()
+                    times[f"{route} {name}"].append(took)
+                    health.append(slowest)
+                    partial[f"{route} {name}"] = response.json().get("partial")
+        out["p50_ms"] = {k: p50(v) for k, v in times.items()}
+        out["common_over_rare"] = {
+            route: round(statistics.median(times[f"{route} common"]) / statistics.median(times[f"{route} rare"]), 1)
+            for route in routes
+        }
+        out["partial"] = partial
+        out["healthz_max_ms"] = round(max(health) * 1000, 1)
+        many = " ".join(f"t{n}" for n in range(1000))
+        refused = await http.get(routes["agent"], params={"q": many})
+        out["1000_terms"] = [refused.status_code, refused.json()["detail"][0]["loc"][-1]]
+        out["empty_q"] = (await http.get(routes["thread"], params={"q": " "})).status_code
+    out["disconnect"] = await disconnect(url, tenant, mongo)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidates", type=int, default=None, help="MEMLOG_SEARCH_MAX_CANDIDATES for the API")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    from bench.projection import on_local_stack
+    from config.settings import Settings
+    from memlog.processes import start_api, start_worker
+    from streams.topics import ensure_topics
+
+    holder: dict[str, Any] = {}
+
+    async def run(settings: Settings) -> None:
+        update: dict[str, Any] = {"embeddings": "none", "backend_tokens": {}, "operator_tokens": []}
+        update |= {"credentials_file": None, "api_host": "127.0.0.1"}
+        if args.candidates is not None:
+            update["search_max_candidates"] = args.candidates
+        settings = settings.model_copy(update=update)
+        await ensure_topics(settings)
+        worker = await asyncio.to_thread(start_worker, settings, LOGS)
+        api = await asyncio.to_thread(start_api, settings, LOGS)
+        try:
+            url = f"http://127.0.0.1:{settings.api_port}"
+            holder["out"] = await measure(url, f"bounds-{uuid.uuid4().hex[:6]}", settings.mongo)
+            holder["out"]["search_max_candidates"] = settings.search_max_candidates
+        finally:
+            api.stop()
+            worker.stop()
+
+    on_local_stack(run)
+    print(json.dumps(holder["out"], indent=1))
+    if args.out is not None:
+        args.out.write_text(json.dumps(holder["out"], indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
