@@ -126,6 +126,12 @@ def adversarial() -> dict[str, RunTraced]:
         "one 768 KiB random base64 token": lambda: ([random_blob + random_blob], []),
         "one 768 KiB base64 token of text": lambda: ([text_blob + text_blob[: len(text_blob) // 3 * 3]], []),
         "query values, percent-encoded": lambda: (["?a=%41%42%43%44&b=" * (RUN_BYTES // 18)], []),
+        "passwords in prose (my password is x)": lambda: (["my password is x " * (RUN_BYTES // 17)], []),
+        "names of secrets in prose, no value": lambda: (["password pin code " * (RUN_BYTES // 18)], []),
+        "card groups (4111 repeated)": lambda: (["4111 " * (RUN_BYTES // 5)], []),
+        "open tags (<a <b)": lambda: (["<a <b " * (RUN_BYTES // 6)], []),
+        "secret elements (<password>x)": lambda: (["<password>x" * (RUN_BYTES // 11)], []),
+        "unique keys with digits": lambda: ([], [(json.dumps({f"k{i}x": i for i in range(RUN_BYTES // 24)}), "{}")]),
         "JSON in strings, 12 levels": lambda: ([_json_in_json(rng, 12)], []),
     }
     return {name: _run(*build()) for name, build in cases.items()}

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections import secrets
+from projections import secret_phrases, secrets
 
 REDACTED = "[REDACTED]"
 
@@ -26,6 +26,10 @@ SECRET_KEYS: tuple[str, ...] = (
     "passwords",
     "passwd",
     "pwd",
+    "pw",  # short names: a form's `pw`, `psw`, `pswd`, `pword`
+    "psw",
+    "pswd",
+    "pword",
     "pass",
     "passcode",
     "passphrase",
@@ -67,6 +71,8 @@ SECRET_KEYS: tuple[str, ...] = (
     "cardnumber",
     "creditcard",
     "ccnumber",
+    "ccn",
+    "cvn",
     "otp",
     "totp",
     "mfacode",
@@ -98,6 +104,9 @@ SECRET_SUFFIXES: tuple[str, ...] = (
 
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
+# A key that is a name and nothing else (letters, separators, at most 24): never a secret by itself. Others
+# (digits, symbols, other scripts, long ones) are read as text too: a token may be used as a key.
+_ORDINARY_KEY = re.compile(r"[A-Za-z_][A-Za-z_.-]*+")
 # Names of a header or field in name/value pairs: [{"name": "Authorization", "value": ...}] (HAR, fetch).
 _PAIR_NAMES = ("name", "key", "header", "field")
 _PAIR_VALUES = ("value", "val")
@@ -135,6 +144,10 @@ class Redactor:
         return known
 
     def _secret_key(self, key: str) -> bool:
+        # compared as written, then as it reads: look-alike letters, full-width forms, digits for letters
+        return any(self._secret_spelling(spelling) for spelling in (key, *secret_phrases.folded_names(key)))
+
+    def _secret_spelling(self, key: str) -> bool:
         normal = _normal(key)
         if normal in self.keys or normal.endswith(SECRET_SUFFIXES):
             return True
@@ -181,7 +194,15 @@ class Redactor:
                 copy: dict[Any, Any] = {}
                 parent[slot] = copy
                 paired = self._paired_value(node)
-                for key, item in node.items():
+                for shown, value_of in node.items():
+                    item = value_of
+                    key = (
+                        shown
+                        if type(shown) is not str or _ORDINARY_KEY.fullmatch(shown)
+                        else self._key(shown, item, copy)
+                    )
+                    if isinstance(item, list) and self._secret_list(key):
+                        item = [REDACTED if isinstance(one, str) and _secret_item(one) else one for one in item]
                     if item is None or item == "":
                         copy[key] = item
                     elif key == paired or (seen.get(key) if key in seen else secret_key(str(key))):
@@ -210,6 +231,28 @@ class Redactor:
                     else:
                         items[index] = _number(item)
         return top[0]
+
+    def _key(self, key: str, item: Any, taken: dict[Any, Any]) -> str:
+        """A key that is itself a secret, shown redacted: a token used as a name, or a name whose value says
+        what it is ({"hunter2": "password"}). Identifier-like keys never come here (_ORDINARY_KEY)."""
+        shown = self.text(key)
+        if shown == key and isinstance(item, str) and 0 < len(item) <= 64 and " " not in item and self.secret_key(item):
+            shown = REDACTED
+        if shown != key:
+            count = 1
+            unique = shown
+            while unique in taken:  # two keys redacted alike keep one entry each
+                count += 1
+                unique = f"{shown}#{count}"
+            return unique
+        return key
+
+    def _secret_list(self, key: Any) -> bool:
+        """A list under a plural secret name ("tokens", "api_keys"): its strings that are not plain words
+        are secrets ("tokens": ["the", "cat"] from a tokenizer stay)."""
+        if type(key) is not str or not key.endswith(("s", "S")):
+            return False
+        return self.secret_key(key[:-1])
 
     def json_text(self, text: str) -> str:
         """A JSON text (tool arguments, results): parsed, redacted, written back; plain text otherwise."""
@@ -273,3 +316,8 @@ def _replace(text: str, spans: list[tuple[int, int]]) -> str:
 
 def _normal(key: str) -> str:
     return _NOT_ALNUM.sub("", key.lower())
+
+
+def _secret_item(item: str) -> bool:
+    """An item of a list under a plural secret name: anything but a name (letters and separators) or a phrase."""
+    return bool(item) and _ORDINARY_KEY.fullmatch(item) is None and " " not in item.strip()

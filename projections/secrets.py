@@ -23,6 +23,8 @@ import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+from projections import secret_phrases
+
 Span = tuple[int, int]
 IsSecretName = Callable[[str], bool]
 
@@ -146,14 +148,15 @@ _WEBHOOKS = (
 _QUERY_VALUE = re.compile(r"[?&;][A-Za-z0-9_.\[\]~-]{1,64}+=([^&#\s\"'<>]{1,8192}+)")
 _TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])")  # after the bot's 8 to 10 digits
 _AUTH_SCHEME = re.compile(r"(Basic|Bearer|bearer|BEARER|Token)[ ]{1,4}+([A-Za-z0-9+/_.~-]{8,4096}+=*)")
-_CARD = re.compile(r"[0-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_-]|\.[0-9])")
 _EMAIL_DOMAIN = re.compile(r"@(?:[A-Za-z0-9-]{1,63}+\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])")
 # `name = value` (or :, =>, :=, ==) as in env files, YAML, JSON written as text, query strings, headers and
 # keyword arguments; the name may be quoted, its quote escaped (JSON inside a JSON string). The search jumps
 # from sign to sign (instead of trying a name at every letter) and reads the name backwards from its sign, in
 # the reversed text.
 _SIGN = re.compile(r"(?:=>|:=|==|=|:)(?!//)")
-_NAME_REVERSED = re.compile(r"[ \t]{0,8}+([\"'`]?\\?)([A-Za-z0-9_.-]{0,63}[A-Za-z_]-{0,2})(?![A-Za-z0-9_.$-])")
+_NAME_REVERSED = re.compile(
+    r"[ \t]{0,8}+([\"'`]?\\?)([\w.\u00ad\u200b-\u200d\u2060\ufeff-]{0,63}[^\W\d]-{0,2})(?![\w.$-])"
+)
 # `--password hunter2`: a long flag, then its value after a space.
 _FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9_-]{0,63}+)[ \t]{1,8}+(?=[^\s-])")
 _CURL_USER = re.compile(r"(?:-u|--user)[ \t]{1,8}+[\"']?([^\s\"']{1,1024}+)")
@@ -186,7 +189,9 @@ _HEX_WORD = re.compile(r"(?=[0-9-]*+[a-fA-F])[0-9a-fA-F-]{1,128}+")
 
 def plain(text: str) -> bool:
     """True when no detector can find anything in `text`, told at once (most short values)."""
-    return _PLAIN_WORDS.fullmatch(text) is not None or _HEX_WORD.fullmatch(text) is not None
+    if _HEX_WORD.fullmatch(text) is not None:
+        return True
+    return _PLAIN_WORDS.fullmatch(text) is not None and not secret_phrases.names_a_secret(text)
 
 
 def find(text: str, is_secret_name: IsSecretName, depth: int = 0) -> list[Span]:
@@ -199,7 +204,10 @@ def find(text: str, is_secret_name: IsSecretName, depth: int = 0) -> list[Span]:
         if spans and spans[-1][1] == len(text):
             text = text[: spans[-1][0]]  # a key with no END is redacted to the end: only what is before it is read
     spans.extend(_tokens(text, depth, is_secret_name))
-    spans.extend(_cards(text))
+    spans.extend(secret_phrases.cards(text, card_number))
+    spans.extend(secret_phrases.prose_passwords(text))
+    if "<" in text:
+        spans.extend(secret_phrases.elements(text, is_secret_name))
     reversed_text = text[::-1] if ("=" in text or ":" in text or "@" in text) else ""
     if reversed_text:
         spans.extend(_assignments(text, reversed_text, is_secret_name))
@@ -406,20 +414,6 @@ def _auth_schemes(text: str) -> Iterator[Span]:
                 yield start, start + len(credential)
         elif not credential.isalpha() or (len(credential) >= 20 and not credential.islower()):
             yield start, start + len(credential)  # "bearer instruments", "Token refills" are prose
-
-
-def _cards(text: str) -> Iterator[Span]:
-    """Payment card numbers: 13 to 19 digits, a network's prefix, the Luhn check digit, regular grouping."""
-    for match in _CARD.finditer(text):
-        if match.start() > 0 and text[match.start() - 1] in _NAME_CHARS:
-            continue  # the end of a longer number, a word or a decimal
-        number = match.group()
-        separator = " " if " " in number else "-"
-        groups = number.split(separator)
-        if len(groups) > 1 and any(not 3 <= len(group) <= 6 or not group.isdigit() for group in groups):
-            continue  # grouped irregularly, or with two kinds of separator
-        if card_number("".join(groups)):
-            yield match.span()
 
 
 def card_number(digits: str) -> bool:

@@ -1,0 +1,488 @@
+"""Secrets found by what surrounds them in prose and markup, and names folded before they are compared. Pure.
+
+Each detector, like those of projections/secrets.py, costs time linear in the text: a search starts at a
+literal, reads a bounded window after it, and the next search starts after what it read.
+
+- Payment card numbers in any separator style (spaces, dashes, dots, slashes, underscores, no-break and thin
+  spaces, dashes of typography), checked by the network's prefix and the Luhn digit.
+- Passwords written in prose: "my password is hunter2", "the wifi password for the barn was 'x'".
+- XML and HTML elements that hold a secret: `<password>x</password>`, `<input type="password" value="x">`,
+  `<entry key="apiKey">x</entry>`, CDATA included.
+- Names spelled to slip past a list: full-width or mathematical letters (NFKC), look-alike letters of other
+  scripts (a confusables map, after Unicode's confusables.txt for the Latin letters a name is written with),
+  characters that show nothing (zero-width, soft hyphen), and digits standing for letters ("p4ssw0rd").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+from itertools import islice
+
+Span = tuple[int, int]
+IsSecretName = Callable[[str], bool]
+
+# --- names ---------------------------------------------------------------------------------------------
+
+# Look-alikes of Latin letters from Cyrillic, Greek and Armenian (Unicode confusables.txt, the letters of
+# secret names), after NFKC has already mapped full-width and mathematical forms to plain ones.
+_CONFUSABLES = str.maketrans(
+    {
+        **dict.fromkeys("\u0430\u03ac\u03b1\u0251", "a"),
+        **dict.fromkeys("\u0441\u03f2\u217d", "c"),
+        **dict.fromkeys("\u0501\u217e", "d"),
+        **dict.fromkeys("\u0435\u03ad\u03b5\u04bd", "e"),
+        **dict.fromkeys("\u04bb\u0570", "h"),
+        **dict.fromkeys("\u0456\u00ed\u03b9\u03af\u03ca\u0269\u04cf", "i"),
+        **dict.fromkeys("\u0458\u03f3", "j"),
+        **dict.fromkeys("\u043a\u03ba", "k"),
+        **dict.fromkeys("\u217c", "l"),
+        **dict.fromkeys("\u0578\u03b7", "n"),
+        **dict.fromkeys("\u043e\u03bf\u03cc\u03c3\u0585", "o"),
+        **dict.fromkeys("\u0440\u03c1", "p"),
+        **dict.fromkeys("\u051b", "q"),
+        **dict.fromkeys("\u0455", "s"),
+        **dict.fromkeys("\u03c4", "t"),
+        **dict.fromkeys("\u03c5\u057d\u03bd", "u"),
+        **dict.fromkeys("\u0475", "v"),
+        **dict.fromkeys("\u051d\u0461\u03c9", "w"),
+        **dict.fromkeys("\u0445\u03c7", "x"),
+        **dict.fromkeys("\u0443\u03b3", "y"),
+        **dict.fromkeys("\u1d22", "z"),
+        **dict.fromkeys("\u0410\u0391", "A"),
+        **dict.fromkeys("\u0412\u0392", "B"),
+        **dict.fromkeys("\u0421\u03f9", "C"),
+        **dict.fromkeys("\u0415\u0395", "E"),
+        **dict.fromkeys("\u041d\u0397", "H"),
+        **dict.fromkeys("\u0406\u0399", "I"),
+        **dict.fromkeys("\u0408", "J"),
+        **dict.fromkeys("\u041a\u039a", "K"),
+        **dict.fromkeys("\u041c\u039c", "M"),
+        **dict.fromkeys("\u039d\u0548", "N"),
+        **dict.fromkeys("\u041e\u039f\u0555", "O"),
+        **dict.fromkeys("\u0420\u03a1", "P"),
+        **dict.fromkeys("\u0405", "S"),
+        **dict.fromkeys("\u0422\u03a4", "T"),
+        **dict.fromkeys("\u0425\u03a7", "X"),
+        **dict.fromkeys("\u04ae\u03a5", "Y"),
+        **dict.fromkeys("\u0396Z", "Z"),
+        # shown as nothing: a name split by them reads as the name
+        **dict.fromkeys("\u00ad\u034f\u180e\u200b\u200c\u200d\u2060\ufeff", None),
+    }
+)
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+_DIGIT_AND_LETTER = re.compile(r"(?=.*[0-9@$])(?=.*[A-Za-z])")
+
+
+def folded_names(name: str) -> tuple[str, ...]:
+    """The spellings a name is compared under besides itself: NFKC with look-alikes folded, and that with
+    digits read as letters (only when it mixes them, so "token2" and "v1" are still compared as written)."""
+    if name.isascii() and _DIGIT_AND_LETTER.match(name) is None:
+        return ()
+    folded = unicodedata.normalize("NFKC", name).translate(_CONFUSABLES)
+    out = [folded] if folded != name else []
+    if _DIGIT_AND_LETTER.match(folded) is not None:
+        out.append(folded.translate(_LEET))
+    return tuple(out)
+
+
+# --- payment cards ---------------------------------------------------------------------------------------
+
+# One to three separator characters between digits: space, no-break and thin spaces, -, ., /, _, and the
+# typographic dashes. Bounded, so a long run of digits costs a bounded number of steps per start.
+_CARD_SEPARATORS = re.escape(" \u00a0\u2009\u202f\u2007-./_\u2010\u2011\u2012\u2013\u2014")
+# A maximal run of digits and separators, found once (possessive), then cut into groups in Python.
+_CARD_RUN = re.compile(rf"[0-9](?:[{_CARD_SEPARATORS}]{{0,3}}+[0-9]){{12,}}+")
+_CARD_GROUP = re.compile(rf"[{_CARD_SEPARATORS}]+")
+_THREE_DIGITS = re.compile(r"[0-9]{3}")
+
+
+def cards(text: str, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
+    """Card numbers whatever separates their digits: a network's prefix and the Luhn digit decide. With
+    separators the groups are those of a card (the first 1 to 6 digits, the inner 3 to 6, the last 1 to 6),
+    so a list of small numbers, a date or a decimal is not taken for one; a run of more than 19 digits is
+    read as consecutive groups, each start tried until 19 digits (so still linear)."""
+    for run in _CARD_RUN.finditer(text):
+        start, end = run.span()
+        if start > 1 and text[start - 1] in ".," and text[start - 2].isdigit():
+            continue  # the decimals of a number
+        number = run.group()
+        if len(number) < 13:
+            continue
+        if (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+            continue  # inside a word: a UUID's or a digest's digits
+        groups = _CARD_GROUP.split(number)
+        if len(groups) == 1:
+            if is_card_number(number):
+                yield start, end
+            continue
+        if len(groups) > 4 and _THREE_DIGITS.search(number) is None:
+            continue  # a list of small numbers ("4 4 4 ..."): no card's inner group
+        yield from _card_windows(number, groups, start, is_card_number)
+
+
+def _card_windows(number: str, groups: list[str], offset: int, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
+    starts: list[int] = []
+    position = 0
+    for group in groups:
+        position = number.index(group, position)
+        starts.append(position)
+        position += len(group)
+    first = 0
+    while first < len(groups):
+        if not 1 <= len(groups[first]) <= 6:
+            first += 1
+            continue
+        digits = len(groups[first])
+        last = first
+        found = False
+        while last + 1 < len(groups):
+            if last > first and not 3 <= len(groups[last]) <= 6:
+                break  # an inner group a card does not have
+            last += 1
+            digits += len(groups[last])
+            if digits > 19:
+                break
+            if digits >= 13 and len(groups[last]) <= 6 and is_card_number("".join(groups[first : last + 1])):
+                found = True
+                break
+        if found:
+            yield offset + starts[first], offset + starts[last] + len(groups[last])
+            first = last + 1
+        else:
+            first += 1
+    return
+
+
+# --- passwords in prose ----------------------------------------------------------------------------------
+
+# What names a secret in a sentence, searched in the lower-cased text (a case-blind pattern with a look-behind
+# is tried at every position; this one skips ahead by its first letters). Codes and PINs are taken only when
+# their value holds a digit.
+_PROSE_NAME = re.compile(
+    r"(?:(p(?:ass(?:word|phrase|code|wd)|wd|w)|api[ -]?key|secret[ -]key|access[ -]token)"
+    r"|(pin(?:[ -]code| number)?|(?:security|access|door|gate|alarm|verification|login|one-time|2fa|mfa|otp"
+    r"|sms|confirmation)[ -]code|otp))s?"
+)
+# Words that join the name to its value: "is", "was", "'s", "=", ...; "to" and "as" after a verb of setting.
+_JOINERS = frozenset(
+    {"is", "was", "are", "were", "be", "'s", "\u2019s", "=", ":", "to", "as", "equals", "reads", "becomes"}
+)
+# Words allowed between the joiner and the value: "is now x", "is still x".
+_FILLERS = frozenset({"now", "still", "just", "actually", "simply", "currently", "literally", "set", "changed"})
+# A value that is one of these, or reads like a verb's participle or an adverb, is prose about the secret.
+_NOT_A_VALUE = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "my",
+        "your",
+        "our",
+        "his",
+        "her",
+        "its",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "not",
+        "no",
+        "also",
+        "always",
+        "never",
+        "only",
+        "required",
+        "wrong",
+        "incorrect",
+        "invalid",
+        "correct",
+        "expired",
+        "weak",
+        "strong",
+        "long",
+        "short",
+        "missing",
+        "empty",
+        "blank",
+        "case",
+        "same",
+        "different",
+        "unknown",
+        "new",
+        "old",
+        "simple",
+        "easy",
+        "hard",
+        "safe",
+        "secret",
+        "hidden",
+        "private",
+        "stored",
+        "saved",
+        "sent",
+        "shown",
+        "masked",
+        "here",
+        "there",
+        "below",
+        "above",
+        "what",
+        "which",
+        "who",
+        "used",
+        "needed",
+        "in",
+        "on",
+        "at",
+        "for",
+        "of",
+        "by",
+        "with",
+        "from",
+        "into",
+        "and",
+        "or",
+        "but",
+        "if",
+        "too",
+        "very",
+        "so",
+        "more",
+        "less",
+        "least",
+        "most",
+        "at-least",
+        "enough",
+        "changed",
+        "reset",
+        "rotated",
+        "set",
+        "updated",
+        "being",
+        "been",
+        "going",
+        "ok",
+        "okay",
+        "fine",
+        "good",
+        "bad",
+        "great",
+        "secure",
+        "insecure",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "twelve",
+        "characters",
+        "letters",
+        "digits",
+        "protected",
+        "encrypted",
+        "hashed",
+    }
+)
+_WORD = re.compile(r"\S{1,128}+")
+# Before a name, these make it a particular one: "my password", "the wifi password", "her pin".
+_OWNER = re.compile(
+    r"(?<![a-z])(?:my|our|your|his|her|their|the|this|its|new|wifi|wi-fi|admin|root|account|email)"
+    r"[ \t]{1,4}+(?:[a-z-]{1,16}+[ \t]{1,4}+)?$"
+)
+_WINDOW = 96  # characters read after a name: a few words to the joiner and the value
+_MAX_WORDS = 7
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb"
+
+
+def _lowered(text: str) -> str:
+    lowered = text.lower()
+    # a few letters lower-case to two characters (U+0130); then offsets would drift: ASCII only
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+# Where a name may start, found with str.find (a scan in C): a pattern of alternatives is tried at every
+# position of the text. "code" is looked up from its end, the other anchors start their name.
+_ANCHORS = ("pass", "pw", "pin", "otp", "api", "secret", "access", "code")
+_CODE_PREFIX = re.compile(
+    r"(?:security|access|door|gate|alarm|verification|login|one-time|2fa|mfa|otp|sms|confirmation|pin)[ -]$"
+)
+
+
+def _prose_names(lowered: str) -> Iterator[re.Match[str]]:
+    """Names standing as words (not inside "bypass" or "compass"), in order."""
+    size = len(lowered)
+    starts: set[int] = set()
+    for anchor in _ANCHORS:
+        at = lowered.find(anchor)
+        while at >= 0:
+            if anchor == "code":
+                prefix = _CODE_PREFIX.search(lowered, max(0, at - 14), at)
+                if prefix is not None:
+                    starts.add(prefix.start())
+            else:
+                starts.add(at)
+            at = lowered.find(anchor, at + len(anchor))
+    for start in sorted(starts):
+        if start > 0 and lowered[start - 1].isalpha():
+            continue
+        named = _PROSE_NAME.match(lowered, start)
+        if named is not None and (named.end() == size or not lowered[named.end()].isalpha()):
+            yield named
+
+
+def names_a_secret(text: str) -> bool:
+    """Whether a sentence names a secret that prose_passwords may find the value of."""
+    return next(_prose_names(_lowered(text)), None) is not None
+
+
+def prose_passwords(text: str) -> Iterator[Span]:
+    """The value after a secret's name and a joining word in a sentence."""
+    lowered = _lowered(text)
+    covered = 0
+    for named in _prose_names(lowered):
+        if named.start() < covered:
+            continue
+        needs_digit = named.group(2) is not None
+        span = _prose_value(text, named.end(), needs_digit, lowered, named.start())
+        if span is not None:
+            covered = span[1]
+            yield span
+        else:
+            covered = named.end() + _WINDOW // 2  # the window read already: names in it are read with it
+
+
+def _prose_value(text: str, start: int, needs_digit: bool, lowered: str, name_start: int) -> Span | None:
+    """A value after a joiner. A plain word is taken only right after "my password is" (a possessive or
+    an article before the name, the joiner right after it); otherwise the value must be quoted or hold
+    something besides letters, as most passwords do."""
+    limit = min(len(text), start + _WINDOW)
+    words = [(m.start(), m.group()) for m in islice(_WORD.finditer(text, start, limit), _MAX_WORDS)]
+    index = 0
+    while index < len(words):
+        _, word = words[index]
+        index += 1
+        bare = word.lower().strip(",;")
+        if (bare.endswith(":") and len(bare) > 1) or bare.endswith("="):
+            joined = True  # "password:" written in prose
+        elif bare in _JOINERS or bare in ("'s", "\u2019s"):
+            joined = True
+        elif bare.endswith(("'s", "\u2019s")) and index == 1:
+            joined = True  # "my password's hunter2"
+        else:
+            joined = False
+        if not joined:
+            continue
+        while index < len(words) and words[index][1].lower() in _FILLERS:
+            index += 1
+        if index >= len(words):
+            return None
+        at, value = words[index]
+        span = _value_span(text, at, value)
+        if span is None:
+            continue
+        taken = text[span[0] : span[1]]
+        if needs_digit and not any(char.isdigit() for char in taken):
+            return None
+        quoted = span[0] > 0 and text[span[0] - 1] in _QUOTES
+        if taken.isalpha() and not quoted and not (index == 1 + _filler_count(words) and _owned(lowered, name_start)):
+            continue
+        return span
+    return None
+
+
+def _owned(lowered: str, name_start: int) -> bool:
+    return _OWNER.search(lowered, max(0, name_start - 32), name_start) is not None
+
+
+def _filler_count(words: list[tuple[int, str]]) -> int:
+    """Fillers right after the first word ("is now x"), so "the joiner right after the name" allows them."""
+    count = 0
+    while 1 + count < len(words) and words[1 + count][1].lower() in _FILLERS:
+        count += 1
+    return count
+
+
+def _value_span(text: str, at: int, word: str) -> Span | None:
+    """The value starting at `at`: a quoted string, or one word without a sentence's closing punctuation."""
+    if word[0] in _QUOTES:
+        closing = {"\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"}.get(word[0], word[0])
+        end = text.find(closing, at + 1, at + 1 + 256)
+        if end > at + 1:
+            return at + 1, end
+    core = word.rstrip(".,;:!?)]}\"'`\u201d\u2019\u00bb")
+    if not core:
+        return None
+    lowered = core.lower()
+    if lowered in _NOT_A_VALUE or (lowered.isalpha() and lowered.endswith(("ed", "ing", "ly"))):
+        return None
+    return at, at + len(core)
+
+
+# --- XML and HTML ------------------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<([A-Za-z_][\w:.-]{0,63}+)")
+_TAG_REST = re.compile(r"[^<>]{0,2048}+>")
+_ATTRIBUTE = re.compile(
+    r"([\w:.-]{1,64}+)[ \t\r\n]*+=[ \t\r\n]*+(?:\"([^\"<>]{0,4096}+)\"|'([^'<>]{0,4096}+)'|([^\s\"'<>]{1,4096}+))"
+)
+_CONTENT = re.compile(r"[^<]{1,65536}+")
+_CDATA_OPEN = "<![CDATA["
+# Attributes that name what an element holds: <entry key="password">, <input type="password" value=...>.
+_NAMING_ATTRIBUTES = frozenset({"name", "key", "type", "id", "field", "property", "header", "for", "label"})
+_VALUE_ATTRIBUTES = frozenset({"value", "val", "content", "data-value"})
+
+
+def elements(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+    """The content of an element whose name is a secret's, or whose naming attribute is; and the value
+    attribute of a tag so named."""
+    position = 0
+    while (tag := _TAG.search(text, position)) is not None:
+        position = tag.end()
+        rest = _TAG_REST.match(text, position)
+        if rest is None:
+            continue
+        position = rest.end()
+        name = tag.group(1).rsplit(":", 1)[-1]
+        named = is_secret_name(name)
+        value_span: Span | None = None
+        for attribute in _ATTRIBUTE.finditer(text, tag.end(), rest.end() - 1):
+            key = attribute.group(1).lower()
+            index = next(i for i in (2, 3, 4) if attribute.group(i) is not None)
+            if key in _NAMING_ATTRIBUTES and is_secret_name(attribute.group(index)):
+                named = True
+            elif key in _VALUE_ATTRIBUTES and attribute.end(index) > attribute.start(index):
+                value_span = attribute.span(index)
+        if not named:
+            continue
+        if value_span is not None:
+            yield value_span
+        if text[rest.end() - 2 : rest.end()] == "/>":
+            continue
+        span = _content(text, position)
+        if span is not None:
+            position = max(position, span[1])
+            yield span
+
+
+def _content(text: str, start: int) -> Span | None:
+    if text.startswith(_CDATA_OPEN, start):
+        first = start + len(_CDATA_OPEN)
+        end = text.find("]]>", first, first + 65_536)
+        end = end if end >= 0 else min(len(text), first + 65_536)
+        return (first, end) if end > first else None
+    content = _CONTENT.match(text, start)
+    if content is None or not content.group().strip():
+        return None
+    return content.span()
