@@ -17,7 +17,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memlog.memory import Memory
+from memlog.memory import Memory, described
 from schemas.errors import Forbidden, InvalidEvent, MemlogError
 
 
@@ -73,7 +73,7 @@ def build_bound_mcp(memory: Callable[[], Memory]) -> MCPServer[Any]:
         except MemlogError as exc:  # said to the model (other exceptions are logged, and it sees only that one failed)
             raise ToolError(str(exc)) from exc
 
-    @server.tool(description="Save one short, lasting fact about the user. Say so to the user when you do. " + NAMES)
+    @server.tool(description=f"{described('remember')} {NAMES}")
     async def remember(
         text: str,
         scope: str = "agent",
@@ -88,7 +88,7 @@ def build_bound_mcp(memory: Callable[[], Memory]) -> MCPServer[Any]:
             "remember", arguments, (tenant, subject, agent), exchange_id=exchange_id, call_index=call_index
         )
 
-    @server.tool(description="Look up lasting facts about the user beyond those supplied with the context. " + NAMES)
+    @server.tool(description=f"{described('recall')} {NAMES}")
     async def recall(
         query: str,
         exchange_id: str | None = None,
@@ -100,7 +100,7 @@ def build_bound_mcp(memory: Callable[[], Memory]) -> MCPServer[Any]:
         arguments = {"query": query}
         return await run("recall", arguments, (tenant, subject, agent), exchange_id=exchange_id, call_index=call_index)
 
-    @server.tool(description="Delete a lasting fact about the user that turned out to be wrong. " + NAMES)
+    @server.tool(description=f"{described('forget')} {NAMES}")
     async def forget(
         fact_id: str,
         exchange_id: str | None = None,

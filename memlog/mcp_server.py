@@ -14,7 +14,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 from config.settings import Settings
-from memlog.memory import TOOL_DEFINITIONS, Memory
+from memlog.memory import Memory, described
 from memlog.services import open_services
 
 
@@ -38,12 +38,6 @@ class _Opened:
 
     async def close(self) -> None:
         await self._stack.aclose()
-
-
-def described(name: str) -> str:
-    """The tool's description as `/v1/tools` gives it: one wording on every face (seed 000: the agent saves
-    facts itself and says so, because the description tells it to)."""
-    return next(str(tool["function"]["description"]) for tool in TOOL_DEFINITIONS if tool["function"]["name"] == name)
 
 
 def build_mcp(settings: Settings, agent: str) -> MCPServer[Any]:

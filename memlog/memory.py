@@ -121,6 +121,12 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
 ]
 
 
+def described(name: str) -> str:
+    """A tool's description as `/v1/tools` gives it: one wording on every face, the MCP servers' too (seed
+    000: the agent saves facts itself and says so, because the description tells it to)."""
+    return next(str(tool["function"]["description"]) for tool in TOOL_DEFINITIONS if tool["function"]["name"] == name)
+
+
 def recalled_view(hit: Recalled) -> dict[str, Any]:
     return {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how, "belongs_to": hit.belongs_to}
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 
 from adapters.mongo_store import mongo_client
@@ -100,6 +101,7 @@ async def test_the_tool_descriptions_tell_the_agent_to_save_facts_itself_and_say
 ) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
 
     listed = (await http.get("/v1/tools")).json()
     tools = {tool["function"]["name"]: tool["function"]["description"] for tool in listed}
@@ -111,8 +113,18 @@ async def test_the_tool_descriptions_tell_the_agent_to_save_facts_itself_and_say
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        over_mcp = {tool.name: tool.description for tool in (await session.list_tools()).tools}
-    assert over_mcp == tools  # one wording on both faces
+        over_stdio = {tool.name: tool.description for tool in (await session.list_tools()).tools}
+    assert over_stdio == tools  # one wording on every face
+    url = f"http://127.0.0.1:{live.api_port}/v1/tenants/{TENANT}/subjects/ada/agents/allay/mcp"
+    async with (
+        httpx2.AsyncClient(timeout=60) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        over_http = {tool.name: tool.description or "" for tool in (await session.list_tools()).tools}
+    # the MCP endpoint the API serves adds only that the session is bound to its tenant, subject and agent
+    assert {name: text.startswith(tools[name]) for name, text in over_http.items()} == dict.fromkeys(tools, True)
 
 
 async def archive_reads(settings: Settings) -> int:
