@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 120
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install up down status test test-fast lint format typecheck compose-check browser bench soak fuzz fixtures clean
+.PHONY: help install up down status test test-fast lint format typecheck compose-check browser docs bench soak fuzz fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,12 +51,21 @@ compose-check: ## validate docker-compose.yml offline (Debian's docker-compose)
 	  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends docker-compose >/dev/null; }
 	docker-compose -f docker-compose.yml config -q
 
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install -q 'mkdocs>=1.6,<2' 'mkdocs-material>=9.5,<10'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP) ## build the docs site into .site/ (MkDocs Material, strict: a broken link or a page left out of the nav fails)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir .site
+
 browser: ## Debian's chromium, for the trace page test (Playwright drives it; it downloads no browser)
 	@command -v chromium >/dev/null || { echo "installing chromium (Debian)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get -qq update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends chromium >/dev/null; }
 
-test: lint typecheck compose-check browser ## lint, type-check, then the whole suite on the real local stack
+test: lint typecheck compose-check browser docs ## lint, type-check, then the whole suite on the real local stack
 	MEMLOG_HOME=$(CURDIR)/.memlog-test $(BIN)/pytest
 
 test-fast: $(STAMP) ## the suite without the slow crash-recovery scenario

@@ -80,7 +80,7 @@ async def _write_bundle(parts: AsyncIterator[bytes], out: BinaryIO) -> None:
 
 async def compact_storage(settings: Settings) -> list[str]:
     """After erasures: the privacy database (the deleted data keys) and the database of every namespace of
-    this app the registry holds are compacted, and Redis rewrites its files (README "What an erasure
+    this app the registry holds are compacted, and Redis rewrites its files (docs/operators/erasure.md, "What an erasure
     removes")."""
     from adapters import connections
     from adapters.maintenance import compact_mongo, rewrite_redis

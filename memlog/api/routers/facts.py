@@ -38,7 +38,7 @@ async def remember(
     return FactAccepted(**await services.claims.run((tenant, "facts", subject, key), subject, fields, write, "a fact"))
 
 
-SEARCH = Query(default=None, description="Search: the facts that bear on it, best first (see the README's recall).")
+SEARCH = Query(default=None, description="Search: the facts that bear on it, best first (docs: How recall ranks).")
 LIMIT = Query(default=None, ge=1, le=100, description="With q: at most this many (default MEMLOG_RECALL_LIMIT).")
 CURSOR = Query(default=None, description="With q: next_cursor of the previous page.")
 
