@@ -55,6 +55,7 @@ from projections.archives import (
     in_scope,
     index_terms,
     meta_after_entry,
+    retention_purge_refusal,
 )
 from projections.places import number
 from schemas.events import MAIN_CONVERSATION
@@ -405,6 +406,8 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             found = await self._conversations.find_one({"_id": conversation_id(op.ref)})
             if op.expect_last_seq is not None and (found is None or int(found["last_seq"]) != op.expect_last_seq):
                 return  # retention: the conversation changed since it was found eligible
+            if op.retention and retention_purge_refusal(None if found is None else _meta(found), op.ref.conversation):
+                return
             await self._entries.delete_many({**_where(op.ref), "last": {"$lt": op.before}})
             await self._end_tail(op.ref, op.before)
             if found is not None and int(found.get("last_seq", -1)) < op.before:

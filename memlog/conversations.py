@@ -17,6 +17,7 @@ from projections.archives import (
     EXPORT_PAGE_MAX,
     MAX_NEIGHBOUR_RADIUS,
     MAX_RESULTS,
+    RETENTION_PURGE,
     ConversationMeta,
     ConversationRef,
     Entry,
@@ -30,6 +31,7 @@ from projections.archives import (
     match,
     parse_thread,
     plan_retention,
+    retention_purge_refusal,
     retention_reason,
     thread_ref,
 )
@@ -469,6 +471,10 @@ class Conversations:
         return await self._produce(event)
 
     async def purge(self, ref: ConversationRef, reason: str | None = None) -> Position:
+        if reason == RETENTION_PURGE:
+            refused = retention_purge_refusal(await self.store.meta(ref), ref.conversation)
+            if refused is not None:
+                raise InvalidEvent("reason", f"a retention purge of {ref.conversation!r} is refused: {refused}")
         return await self._produce(ThreadPurged(envelope_for(ref, self.producer_name), ref.conversation, reason))
 
     # --- retention --------------------------------------------------------------------------
@@ -500,7 +506,7 @@ class Conversations:
             event = ThreadPurged(
                 envelope_for(fresh.ref, self.producer_name),
                 fresh.ref.conversation,
-                "retention",
+                RETENTION_PURGE,
                 expect_last_seq=fresh.last_seq,
             )
             position = await self._produce(event)

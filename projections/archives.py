@@ -327,6 +327,7 @@ class PurgeConversation:
     ref: ConversationRef
     before: int
     expect_last_seq: int | None = None
+    retention: bool = False  # seed 004: a retention purge never touches main or an unfinished conversation
 
 
 ArchiveOp = InsertEntries | ArchiveGeneration | MoveConversation | ForkConversation | SetMeta | PurgeConversation
@@ -460,7 +461,8 @@ def plan_archive(
         elif isinstance(event, ThreadArchived):
             ops.append(SetMeta(ref, event.archived, event.protected, event.kind, event.label))
         elif isinstance(event, ThreadPurged):
-            ops.append(PurgeConversation(ref, at, event.expect_last_seq))
+            retention = event.reason == RETENTION_PURGE
+            ops.append(PurgeConversation(ref, at, event.expect_last_seq, retention))
     flush()
     return ops
 
@@ -548,14 +550,33 @@ class RetentionTarget:
         return {**self.meta.view(), "tenant": self.meta.ref.tenant, "age_days": round(self.age_days, 2)}
 
 
+RETENTION_PURGE = "retention"  # the reason a ThreadPurged of retention carries
+FINISHED_KINDS_ONLY = frozenset({"task", "subagent"})  # purged by retention only once archived (finished)
+
+
+def retention_purge_refusal(meta: ConversationMeta | None, conversation: str) -> str | None:
+    """Why a retention purge may not touch this conversation (seed 004: "never main or a running
+    conversation"; a task or subagent conversation only once finished, its terminal marker set by archive).
+    Checked where a purge is asked for and again where it is applied, so a purge put on the log by another
+    producer is refused too."""
+    if conversation == MAIN_CONVERSATION:
+        return "the current conversation (main) is never purged by retention"
+    if meta is None:
+        return None
+    if meta.running:
+        return "running: a question is waiting for its answer"
+    if meta.kind in FINISHED_KINDS_ONLY and not meta.archived:
+        return f"a {meta.kind} conversation not finished yet (archive it to mark it finished)"
+    return None
+
+
 def retention_reason(meta: ConversationMeta, policy: RetentionPolicy, now_ms: int) -> str | None:
     """Why the conversation is kept; None when retention may delete it."""
     if not policy.enabled:
         return "retention is disabled"
-    if meta.ref.conversation == MAIN_CONVERSATION:
-        return "the current conversation is protected"
-    if meta.running:
-        return "running: a question is waiting for its answer"
+    refused = retention_purge_refusal(meta, meta.ref.conversation)
+    if refused is not None:
+        return refused
     if meta.protected:
         return "protected"
     days = policy.days.get(meta.kind)

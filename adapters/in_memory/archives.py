@@ -27,6 +27,7 @@ from projections.archives import (
     in_scope,
     meta_after_entry,
     neighbours_of,
+    retention_purge_refusal,
 )
 from projections.ports import PENDING_SECONDS, Clock, utc_now
 from projections.ranking import exchange_of
@@ -151,6 +152,8 @@ class InMemoryConversationArchive:
     def _purge(self, op: PurgeConversation) -> None:
         meta = self._metas.get(op.ref)
         if op.expect_last_seq is not None and (meta is None or meta.last_seq != op.expect_last_seq):
+            return
+        if op.retention and retention_purge_refusal(meta, op.ref.conversation) is not None:
             return
         for entry in self._of(op.ref, op.before):
             del self._entries[entry.store_id]

@@ -190,10 +190,26 @@ class ConversationArchiveContract:
     async def test_retention_purge_rechecks_the_newest_entry(self, archive: ConversationArchive) -> None:
         log = Log()
         await _apply(archive, log.exchange(0, "q", "a", conversation="job"))
+        await _apply(archive, log.add(ThreadArchived(_env(), "job", archived=True)))
         await _apply(archive, log.add(ThreadPurged(_env(), "job", "retention", expect_last_seq=0)))
         assert len(await archive.entries(replace_conv("job"), scope="history", snapshot=99)) == 2
         await _apply(archive, log.add(ThreadPurged(_env(), "job", "retention", expect_last_seq=1)))
         assert await archive.entries(replace_conv("job"), scope="history", snapshot=99) == []
+
+    async def test_a_retention_purge_spares_main_and_an_unfinished_task_and_takes_a_finished_one(
+        self, archive: ConversationArchive
+    ) -> None:
+        """Seed 004: a task conversation is purged by retention only once finished (archived), never main."""
+        log = Log()
+        await _apply(archive, log.exchange(0, "q", "a") + log.exchange(1, "q", "a", conversation="job"))
+        await _apply(archive, log.add(ThreadPurged(_env(), "main", "retention")))
+        await _apply(archive, log.add(ThreadPurged(_env(), "job", "retention")))
+        assert len(await archive.entries(MAIN, scope="history", snapshot=99)) == 2
+        assert len(await archive.entries(replace_conv("job"), scope="history", snapshot=99)) == 2
+        await _apply(archive, log.add(ThreadArchived(_env(), "job", archived=True)))
+        await _apply(archive, log.add(ThreadPurged(_env(), "job", "retention")))
+        assert await archive.entries(replace_conv("job"), scope="history", snapshot=99) == []
+        assert await archive.meta(replace_conv("job")) is None
 
     async def test_candidates_narrow_by_term_and_scope(self, archive: ConversationArchive) -> None:
         log = Log()

@@ -174,9 +174,10 @@ def test_retention_is_disabled_until_enabled_and_keeps_current_running_and_prote
     now = 100 * DAY_MS
     metas = [
         _meta("main", "main", 0),
-        _meta("old-task", "task", now - 31 * DAY_MS),
-        _meta("young-task", "task", now - 29 * DAY_MS),
-        _meta("old-sub", "subagent", now - 8 * DAY_MS),
+        _meta("old-task", "task", now - 31 * DAY_MS, archived=True),
+        _meta("young-task", "task", now - 29 * DAY_MS, archived=True),
+        _meta("old-sub", "subagent", now - 8 * DAY_MS, archived=True),
+        _meta("unfinished-task", "task", now - 31 * DAY_MS),
         _meta("running", "subagent", 0, open_exchange="x1"),
         _meta("kept", "subagent", 0, protected=True),
         _meta("old-main-kind", "main", now - 61 * DAY_MS),
@@ -185,7 +186,8 @@ def test_retention_is_disabled_until_enabled_and_keeps_current_running_and_prote
     assert retention_reason(metas[1], RetentionPolicy(), now) == "retention is disabled"
     planned = plan_retention(metas, RetentionPolicy(enabled=True), now)
     assert [t.meta.ref.conversation for t in planned] == ["old-main-kind", "old-task", "old-sub"]
-    assert retention_reason(metas[0], RetentionPolicy(enabled=True), now) == "the current conversation is protected"
+    assert "never purged by retention" in (retention_reason(metas[0], RetentionPolicy(enabled=True), now) or "")
+    assert "not finished" in (retention_reason(metas[4], RetentionPolicy(enabled=True), now) or "")
 
 
 def _public(subject: str = "ann") -> Envelope:
