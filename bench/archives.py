@@ -114,7 +114,7 @@ async def main(settings: Settings) -> None:
         load_s = time.perf_counter() - started if loaded < ENTRIES else 0.0
         how = "loaded before" if loaded >= ENTRIES else "loaded now"
         print(f"  namespace {settings.namespace}: {ENTRIES:,} entries ({how})")
-        conversations = Conversations(store, None, "bench")
+        conversations = Conversations(store, None, "bench", cursors=services.cursors)
         owners = [f"player-{rng.randrange(THREADS):05d}" for _ in range(QUERIES + 1)]
         queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(QUERIES + 1)]
         raw_entries = services.database[GROUPS]

@@ -9,7 +9,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.evidence import Evidence
@@ -36,6 +36,7 @@ from projections.archives import (
     thread_ref,
 )
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narrow, zone
+from projections.cursors import Cursors, whole
 from projections.ports import ConversationArchive, Idempotency
 from projections.position import Position
 from projections.ranking import Grouping, partial, rank, search_position
@@ -101,6 +102,7 @@ class Conversations:
     producer_name: the envelope's producer.
     fork_entries: MEMLOG_FORK_ENTRIES.
     folds: the session fold, for compact (built on first use: a summarizer is needed only then).
+    cursors: seals and opens the cursors of search, calendar and export.
     """
 
     store: ConversationArchive
@@ -112,6 +114,7 @@ class Conversations:
     archived: Callable[[Position], Awaitable[bool]] | None = None  # whether the archive has applied a position
     evidence: Evidence | None = None  # tool entries' run_id (seed 004, evidence); None: not joined
     search_candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
+    cursors: Cursors = field(kw_only=True)
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -158,7 +161,7 @@ class Conversations:
         after: Key | None = None
         documents: int | None = None
         if cursor:
-            snapshot, position = decode_cursor(cursor, bound)
+            snapshot, position = decode_cursor(self.cursors, cursor, bound, None)
             after, documents = search_position(position)
         else:
             if conversation is not None:
@@ -208,7 +211,9 @@ class Conversations:
                 _brief(n, _centre(query, n.text), snapshot) for n in near if scope == "history" or n.reset_at > snapshot
             ]
             results.append(item)
-        next_cursor = encode_cursor(bound, snapshot, [*hits[-1].key, documents]) if more and hits else None
+        next_cursor = (
+            encode_cursor(self.cursors, bound, snapshot, [*hits[-1].key, documents]) if more and hits else None
+        )
         if self.evidence is not None:
             await self.evidence.entries(tenant, results)
         return {
@@ -255,8 +260,8 @@ class Conversations:
         bound = binding("calendar", tenant, thread, owner, scope, conversation, zone_info.key, since, until)
         low = clamp(FIRST_MS if since is None else since)
         if cursor:
-            snapshot, position = decode_cursor(cursor, bound)
-            high = int(position[0])
+            snapshot, position = decode_cursor(self.cursors, cursor, bound, 1)
+            high = whole(position[0])
         else:
             if conversation is not None:
                 await self.known(ConversationRef(tenant, thread, owner, conversation))
@@ -289,7 +294,10 @@ class Conversations:
             if count:
                 answer["days"].append({"day": day.isoformat(), "entries": count, "start": start, "end": end})
         older = low < window.start and await newest(window.start) is not None
-        return {**answer, "next_cursor": encode_cursor(bound, snapshot, [window.start]) if older else None}
+        return {
+            **answer,
+            "next_cursor": encode_cursor(self.cursors, bound, snapshot, [window.start]) if older else None,
+        }
 
     # --- export and originals ---------------------------------------------------------------
 
@@ -313,8 +321,8 @@ class Conversations:
         dated = () if day is None else (since, until)  # the cursor of an undated export reads as before
         bound = binding("export", ref.tenant, ref.thread, ref.owner, ref.conversation, archives, *dated)
         if cursor:
-            snapshot, position = decode_cursor(cursor, bound)
-            after_seq = int(position[0])
+            snapshot, position = decode_cursor(self.cursors, cursor, bound, 1)
+            after_seq = whole(position[0])
         else:
             await self.known(ref)
             meta = await self.store.meta(ref)
@@ -331,7 +339,7 @@ class Conversations:
         items = [{**e.view(snapshot), "original": e.original} for e in page]
         if self.evidence is not None:
             await self.evidence.entries(ref.tenant, items)
-        next_cursor = encode_cursor(bound, snapshot, [page[-1].seq]) if len(page) == limit else None
+        next_cursor = encode_cursor(self.cursors, bound, snapshot, [page[-1].seq]) if len(page) == limit else None
         return {
             "conversation": ref.conversation,
             "archives": archives,

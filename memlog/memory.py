@@ -16,6 +16,7 @@ from typing import Any
 
 from adapters.embeddings import Embedder, EmbeddingFailed, QuestionEncoder
 from projections.archives import decode_cursor, encode_cursor
+from projections.cursors import Cursors, number, text, whole
 from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts
 from projections.forgetting import forgotten_calls
 from projections.paging import list_binding
@@ -151,12 +152,7 @@ def _cosines(question: Sequence[float], vectors: Sequence[Sequence[float]]) -> l
 
 
 def _cursor_key(position: list[Any]) -> PageKey:
-    try:
-        score, updated, origin, fact_id = position
-        key = (float(score), int(updated), str(origin), str(fact_id))
-    except (TypeError, ValueError):
-        raise InvalidEvent("cursor", "is not a cursor of this recall") from None
-    return key
+    return (number(position[0]), whole(position[1]), text(position[2]), text(position[3]))
 
 
 class Memory:
@@ -165,6 +161,7 @@ class Memory:
     Args:
         tenant_writers: tenants whose agents may save tenant knowledge with remember (`*`: every one).
         transcripts: the sessions, where a forgotten fact's remember call loses its text (None: left).
+        cursors: seals and opens the cursors of recall and search.
     """
 
     def __init__(
@@ -179,6 +176,7 @@ class Memory:
         recall_policy: RecallPolicy | None = None,
         tenant_writers: Collection[str] = (),
         transcripts: SessionStore | None = None,
+        cursors: Cursors,
     ) -> None:
         self._producer = producer
         self._transcripts = transcripts
@@ -192,6 +190,7 @@ class Memory:
         )
         self._slots = slots
         self._tenant_writers = frozenset(tenant_writers)
+        self._cursors = cursors
 
     @property
     def producer(self) -> EventProducer:
@@ -348,17 +347,19 @@ class Memory:
         exclude: Collection[str] = (),
         cursor: str | None = None,
         fill: bool = False,
+        route: str = "recall",
     ) -> RecallPage:
         """The facts that bear on the question, best first, above the relevance floor; none when
         nothing does. `fill`: when fewer than `limit` match, the newest others after them, marked
-        "recent". `shared_only`: a reader that names no agent may see no agent's own facts."""
+        "recent". `shared_only`: a reader that names no agent may see no agent's own facts. `route`: what the
+        cursor is bound to besides the question (the recall tool's, or a facts search's)."""
         limit = self._recall.limit if limit is None else limit
         if not 1 <= limit <= 100:
             raise InvalidEvent("limit", f"must be from 1 to 100, not {limit}")
         if len(exclude) > MAX_EXCLUDE:
             raise InvalidEvent("exclude", f"lists {len(exclude)} ids; at most {MAX_EXCLUDE}")
-        bound = list_binding("recall", tenant, subject, agent, shared_only, question, sorted(exclude), fill)
-        after = None if cursor is None else _cursor_key(decode_cursor(cursor, bound)[1])
+        bound = list_binding(route, tenant, subject, agent, shared_only, question, sorted(exclude), fill)
+        after = None if cursor is None else _cursor_key(decode_cursor(self._cursors, cursor, bound, 4)[1])
         if self._embedder is not None and question.strip():
             # the question's vector is computed (or found in the cache) while the facts load
             pool, vector = await asyncio.gather(
@@ -372,7 +373,7 @@ class Memory:
         if fill and after is None and len(hits) < limit:
             taken = {hit.fact.fact_id for hit in ranked} | set(exclude)
             hits += recent(pool, limit - len(hits), taken)
-        return RecallPage(hits, None if last is None else encode_cursor(bound, 0, list(last)))
+        return RecallPage(hits, None if last is None else encode_cursor(self._cursors, bound, 0, list(last)))
 
     async def search(
         self,
@@ -385,7 +386,7 @@ class Memory:
         cursor: str | None = None,
     ) -> RecallPage:
         """The facts the query finds, best first; never the newest ones in place of a match."""
-        return await self.recall(tenant, subject, query, agent, limit=limit, cursor=cursor)
+        return await self.recall(tenant, subject, query, agent, limit=limit, cursor=cursor, route="facts")
 
     async def _question(self, question: str) -> list[float] | None:
         assert self._embedder is not None

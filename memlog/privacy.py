@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memlog.positions import Positions
+from projections.cursors import Cursors
 from projections.paging import ledger_cursor, ledger_key, list_binding
 from projections.ports import Exports, Ledger
 from projections.position import Position
@@ -45,6 +46,7 @@ class SubjectRequests:
     sealer: forgets cached data keys once an erasure is applied.
     positions: waits until the worker has applied a request.
     wait_seconds: how long a request waits for the worker by default.
+    cursors: seals and opens the ledger's cursors.
     """
 
     def __init__(
@@ -56,6 +58,8 @@ class SubjectRequests:
         sealer: Sealer,
         positions: Positions,
         wait_seconds: float,
+        *,
+        cursors: Cursors,
     ) -> None:
         self._producer = producer
         self._producer_name = producer_name
@@ -64,6 +68,7 @@ class SubjectRequests:
         self._sealer = sealer
         self._positions = positions
         self._wait = wait_seconds
+        self._cursors = cursors
 
     async def erase(
         self, tenant: str, subject: str, *, requested_by: str, reason: str | None, wait: float | None = None
@@ -98,10 +103,10 @@ class SubjectRequests:
         """Operator requests and what they did (erasure counts, never content), newest first, and the
         cursor of the next page (None on the last)."""
         bound = list_binding("ledger", tenant, subject)
-        before = None if cursor is None else ledger_key(cursor, bound)
+        before = None if cursor is None else ledger_key(self._cursors, cursor, bound)
         found = await self._ledger.entries(tenant=tenant, subject=subject, limit=limit + 1, before=before)
         page = found[:limit]
-        following = ledger_cursor(bound, page[-1]["at"], page[-1]["_id"]) if len(found) > limit else None
+        following = ledger_cursor(self._cursors, bound, page[-1]["at"], page[-1]["_id"]) if len(found) > limit else None
         return [ledger_view(entry) for entry in page], following
 
     async def _request(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.positions import Positions
+from projections.cursors import Cursors
 from projections.paging import list_binding, run_cursor, run_key
 from projections.ports import Ledger, TraceStore
 from projections.position import Position
@@ -134,6 +135,7 @@ class Runs:
     redactor: removes secrets before a run is produced.
     positions: waits for `after` before a read.
     ledger: records every read of a whole trace.
+    cursors: seals and opens the cursors of `recent`.
     """
 
     def __init__(
@@ -144,6 +146,8 @@ class Runs:
         redactor: Redactor,
         positions: Positions,
         ledger: Ledger,
+        *,
+        cursors: Cursors,
     ) -> None:
         self._producer = producer
         self._producer_name = producer_name
@@ -151,6 +155,7 @@ class Runs:
         self._redactor = redactor
         self._positions = positions
         self._ledger = ledger
+        self._cursors = cursors
 
     async def trace(self, run: Run) -> Traced:
         """Redacted before it is produced, sampled by run id."""
@@ -177,13 +182,15 @@ class Runs:
         page (None on the last)."""
         check_name("tenant", tenant)
         bound = list_binding("runs", tenant, agent, status, since, until)
-        before = None if cursor is None else run_key(cursor, bound)
+        before = None if cursor is None else run_key(self._cursors, cursor, bound)
         await self._positions.wait_all(after)
         docs = await self._traces.recent(
             tenant, now_ms(), agent=agent, status=status, since=since, until=until, limit=limit + 1, before=before
         )
         page = docs[:limit]
-        following = run_cursor(bound, page[-1]["started_at"], page[-1]["run_id"]) if len(docs) > limit else None
+        following = (
+            run_cursor(self._cursors, bound, page[-1]["started_at"], page[-1]["run_id"]) if len(docs) > limit else None
+        )
         return [{k: v for k, v in shape(d).items() if k != "timeline"} for d in page], following
 
     async def shape(self, tenant: str, run_id: str, *, after: str | None) -> dict[str, Any] | None:

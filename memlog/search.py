@@ -7,7 +7,7 @@ The rules are in projections/search.py and projections/archives.py; this module 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from projections.archives import (
@@ -20,6 +20,7 @@ from projections.archives import (
     excerpt,
     match,
 )
+from projections.cursors import Cursors
 from projections.ports import ArchiveSearch, Checkpoints, ConversationArchive
 from projections.ranking import Grouping, Hit, partial, rank
 from projections.relevance import query_of
@@ -51,12 +52,14 @@ class CrossSearch:
     search: the candidates across threads (ArchiveSearch).
     archive: the conversation archive, for the neighbours of each result.
     checkpoints: the archive projection's, for the first page's snapshot (None: the candidates alone).
+    cursors: seals and opens the cursors of both searches.
     """
 
     search: ArchiveSearch
     archive: ConversationArchive
     checkpoints: Checkpoints | None = None
     candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
+    cursors: Cursors = field(kw_only=True)
 
     async def agent(self, tenant: str, agent: str, query: str, **options: Any) -> dict[str, Any]:
         """The agent's explicit search over the entries it took part in, every thread of the tenant."""
@@ -92,7 +95,7 @@ class CrossSearch:
         asked = query_of(query)  # InvalidEvent('q') past MAX_QUERY_TERMS
         after, marks, documents = None, None, None
         if cursor:
-            marks, after, documents = decode_cursor(cursor, bound)
+            marks, after, documents = decode_cursor(self.cursors, cursor, bound)
         # no word at all: nothing the index can find, and the archive is never read whole
         found = (
             await self.search.across(tenant, asked.lookup, agent=agent, limit=self.candidates + 1)
@@ -130,7 +133,9 @@ class CrossSearch:
             "snapshot": {part: str(at) for part, at in sorted(marks.items())},
             "partial": partial(found, self.candidates),
             "results": results,
-            "next_cursor": encode_cursor(bound, marks, hits[-1].key, documents) if more and hits else None,
+            "next_cursor": encode_cursor(self.cursors, bound, marks, hits[-1].key, documents)
+            if more and hits
+            else None,
         }
 
     async def _documents(self, tenant: str, found: list[Entry]) -> int | None:

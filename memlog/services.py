@@ -29,6 +29,7 @@ from memlog.readiness import ReadinessCheck
 from memlog.replays import Replays
 from memlog.runs import Runs
 from memlog.search import CrossSearch
+from projections.cursors import Cursors
 from projections.ports import (
     ArchiveSearch,
     Checkpoints,
@@ -183,6 +184,7 @@ class Services:
                 recall_policy=self.settings.recall_policy(),
                 tenant_writers=self.settings.tenant_facts_from_agents,
                 transcripts=self.sessions,
+                cursors=self.cursors,
             ),
         )
 
@@ -214,6 +216,7 @@ class Services:
                 archived=lambda position: self.positions.reached(position, 0, archive=True),
                 evidence=self.evidence,
                 search_candidates=self.settings.search_max_candidates,
+                cursors=self.cursors,
             ),
         )
 
@@ -233,6 +236,7 @@ class Services:
                 self.conversations,
                 self.archive_checkpoints,
                 self.settings.search_max_candidates,
+                cursors=self.cursors,
             ),
         )
 
@@ -280,6 +284,11 @@ class Services:
         )
 
     @property
+    def cursors(self) -> Cursors:
+        """Signs the cursors every paged read hands out, under a key derived from the master key."""
+        return self._use_once("cursors", lambda: Cursors.derived(self.settings.master_key_bytes()))
+
+    @property
     def redactor(self) -> Redactor:
         return self._use_once("redactor", self.settings.redactor)
 
@@ -287,7 +296,15 @@ class Services:
     def runs(self) -> Runs:
         return self._use(
             "runs",
-            lambda: Runs(self.producer, self.producer_name, self.traces, self.redactor, self.positions, self.ledger),
+            lambda: Runs(
+                self.producer,
+                self.producer_name,
+                self.traces,
+                self.redactor,
+                self.positions,
+                self.ledger,
+                cursors=self.cursors,
+            ),
         )
 
     @property
@@ -303,6 +320,7 @@ class Services:
                 self.sealer,
                 self.positions,
                 self.settings.read_wait_seconds,
+                cursors=self.cursors,
             ),
         )
 

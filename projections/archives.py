@@ -15,8 +15,6 @@ entry's store id is its position, so applying an event twice changes nothing.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import re
@@ -25,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from projections import relevance
+from projections.cursors import Cursors, entries, items, whole
 from projections.evidence import answered
 from projections.forgetting import is_forgotten_call
 from projections.position import Position
@@ -258,21 +257,15 @@ def binding(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:24]
 
 
-def encode_cursor(bound: str, snapshot: int, position: Sequence[object]) -> str:
-    raw = json.dumps({"b": bound, "s": snapshot, "p": list(position)}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def encode_cursor(cursors: Cursors, bound: str, snapshot: int, position: Sequence[object]) -> str:
+    return cursors.seal(bound, {"s": snapshot, "p": list(position)})
 
 
-def decode_cursor(cursor: str, bound: str) -> tuple[int, list[Any]]:
-    """(snapshot, position) of a cursor issued for the same binding; InvalidEvent('cursor') otherwise."""
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        snapshot, position, issued = int(raw["s"]), list(raw["p"]), str(raw["b"])
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        raise InvalidEvent("cursor", "is not a cursor memlog issued") from None
-    if issued != bound:
-        raise InvalidEvent("cursor", "was issued for another scope, thread, query or filter; start without it")
-    return snapshot, position
+def decode_cursor(cursors: Cursors, cursor: str, bound: str, size: int | None) -> tuple[int, list[Any]]:
+    """(snapshot, position of `size` items, any with None) of a cursor sealed for the binding; InvalidEvent('cursor')
+    otherwise."""
+    raw = entries(cursors.open(cursor, bound))
+    return whole(raw.get("s")), items(raw.get("p"), size)
 
 
 # --- events into store operations ----------------------------------------------------------

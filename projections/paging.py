@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 from projections.archives import binding, decode_cursor, encode_cursor
-from schemas.errors import InvalidEvent
+from projections.cursors import Cursors, refuse, text, whole
 
 
 def list_binding(*parts: object) -> str:
@@ -15,30 +15,27 @@ def list_binding(*parts: object) -> str:
     return binding("list", *parts)
 
 
-def run_cursor(bound: str, started_at: int, run_id: str) -> str:
-    return encode_cursor(bound, 0, [started_at, run_id])
+def run_cursor(cursors: Cursors, bound: str, started_at: int, run_id: str) -> str:
+    return encode_cursor(cursors, bound, 0, [started_at, run_id])
 
 
-def run_key(cursor: str, bound: str) -> tuple[int, str]:
+def run_key(cursors: Cursors, cursor: str, bound: str) -> tuple[int, str]:
     """(started_at, run_id) a runs cursor continues after; InvalidEvent('cursor') for any other cursor."""
-    _, key = decode_cursor(cursor, bound)
-    if len(key) != 2 or not isinstance(key[0], int) or isinstance(key[0], bool) or not isinstance(key[1], str):
-        raise InvalidEvent("cursor", "is not a cursor of this list")
-    return key[0], key[1]
+    _, key = decode_cursor(cursors, cursor, bound, 2)
+    return whole(key[0]), text(key[1])
 
 
-def ledger_cursor(bound: str, at: dt.datetime, entry_id: str) -> str:
-    return encode_cursor(bound, 0, [at.isoformat(), entry_id])
+def ledger_cursor(cursors: Cursors, bound: str, at: dt.datetime, entry_id: str) -> str:
+    return encode_cursor(cursors, bound, 0, [at.isoformat(), entry_id])
 
 
-def ledger_key(cursor: str, bound: str) -> tuple[dt.datetime, str]:
+def ledger_key(cursors: Cursors, cursor: str, bound: str) -> tuple[dt.datetime, str]:
     """(at, id) a ledger cursor continues after; InvalidEvent('cursor') for any other cursor."""
-    _, key = decode_cursor(cursor, bound)
+    _, key = decode_cursor(cursors, cursor, bound, 2)
     try:
-        at = dt.datetime.fromisoformat(key[0])
-        entry_id = key[1]
-    except (IndexError, TypeError, ValueError):
-        raise InvalidEvent("cursor", "is not a cursor of this list") from None
-    if len(key) != 2 or not isinstance(entry_id, str) or at.tzinfo is None:
-        raise InvalidEvent("cursor", "is not a cursor of this list")
-    return at, entry_id
+        at = dt.datetime.fromisoformat(text(key[0]))
+    except ValueError:
+        refuse()
+    if at.tzinfo is None:
+        refuse()
+    return at, text(key[1])

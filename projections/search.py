@@ -18,14 +18,10 @@ no mark: a later entry there is later than the run.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from projections.archives import NEVER, SCORE_SCALE, Entry, Match, Scope
-from schemas.errors import InvalidEvent
+from projections.cursors import Cursors, entries, items, text, whole
 
 FORKED = ">fork@"  # a fork copy's store id: the source's, then the fork's offset (projections.archives.forked)
 Marks = dict[str, int]
@@ -80,30 +76,18 @@ def across_key(found: Match, entry: Entry) -> Key:
     return (0 if found.phrase else 1, -round(found.score * SCORE_SCALE), -entry.occurred_at, entry.store_id)
 
 
-def encode_cursor(bound: str, marks: Mapping[str, int], key: Key, documents: int | None = None) -> str:
+def encode_cursor(
+    cursors: Cursors, bound: str, marks: Mapping[str, int], key: Key, documents: int | None = None
+) -> str:
     """`documents`: the run's count of exchanges (BM25's N), so every page scores as the first did."""
-    raw = json.dumps({"b": bound, "m": dict(marks), "p": list(key), "n": documents}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.seal(bound, {"m": dict(marks), "p": list(key), "n": documents})
 
 
-def decode_cursor(cursor: str, bound: str) -> tuple[Marks, Key, int | None]:
-    """(marks, position, documents) of a cursor issued for the same binding; InvalidEvent('cursor') otherwise."""
-    try:
-        raw: Any = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        issued, held, position, documents = str(raw["b"]), raw["m"], raw["p"], raw.get("n")
-        if not isinstance(held, dict) or not isinstance(position, list) or len(position) != 4:
-            raise ValueError("not a search cursor")
-        marks = {str(part): _whole(at) for part, at in held.items()}
-        key: Key = (_whole(position[0]), _whole(position[1]), _whole(position[2]), str(position[3]))
-        documents = None if documents is None else _whole(documents)
-    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error, UnicodeDecodeError, RecursionError):
-        raise InvalidEvent("cursor", "is not a cursor memlog issued for a search across threads") from None
-    if issued != bound:
-        raise InvalidEvent("cursor", "was issued for another agent, tenant, scope, query or filter; start without it")
-    return marks, key, documents
-
-
-def _whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("not an integer")
-    return value
+def decode_cursor(cursors: Cursors, cursor: str, bound: str) -> tuple[Marks, Key, int | None]:
+    """(marks, position, documents) of a cursor sealed for the same binding; InvalidEvent('cursor') otherwise."""
+    raw = entries(cursors.open(cursor, bound))
+    position = items(raw.get("p"), 4)
+    marks = {part: whole(at) for part, at in entries(raw.get("m")).items()}
+    documents = raw.get("n")
+    key: Key = (whole(position[0]), whole(position[1]), whole(position[2]), text(position[3]))
+    return marks, key, None if documents is None else whole(documents)

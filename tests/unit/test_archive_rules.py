@@ -27,11 +27,14 @@ from projections.archives import (
     plan_retention,
     retention_reason,
 )
+from projections.cursors import Cursors
 from projections.position import Position
 from projections.ranking import rank
 from projections.relevance import query_of
 from schemas.errors import InvalidEvent
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ToolCalled
+
+CURSORS = Cursors(b"k" * 32)
 
 
 def _entry(
@@ -150,18 +153,18 @@ def test_one_identity_seen_twice_counts_once() -> None:
 
 def test_cursors_bind_scope_thread_and_query() -> None:
     bound = binding("search", "t", "session", "ann", "current", None, "red chest", None, None)
-    cursor = encode_cursor(bound, 41, [0, -2, -5, "threads:0:5"])
-    assert decode_cursor(cursor, bound) == (41, [0, -2, -5, "threads:0:5"])
+    cursor = encode_cursor(CURSORS, bound, 41, [0, -2, -5, "threads:0:5"])
+    assert decode_cursor(CURSORS, cursor, bound, 4) == (41, [0, -2, -5, "threads:0:5"])
     for other in (
         binding("search", "t", "session", "ann", "history", None, "red chest", None, None),
         binding("search", "t", "session", "bob", "current", None, "red chest", None, None),
         binding("search", "t", "session", "ann", "current", None, "iron", None, None),
     ):
         with pytest.raises(InvalidEvent) as refused:
-            decode_cursor(cursor, other)
+            decode_cursor(CURSORS, cursor, other, 4)
         assert refused.value.field == "cursor"
     with pytest.raises(InvalidEvent):
-        decode_cursor("not-a-cursor", bound)
+        decode_cursor(CURSORS, "not-a-cursor", bound, 4)
 
 
 def _meta(conversation: str, kind: str, last_at: int, **flags: object) -> ConversationMeta:

@@ -11,6 +11,7 @@ import pytest
 from adapters.in_memory import InMemoryConversationArchive, InMemoryIdempotency
 from memlog.conversations import Conversations
 from projections.archives import ConversationMeta, ConversationRef, plan_archive
+from projections.cursors import Cursors
 from projections.position import Position
 from schemas.errors import TargetExists
 from schemas.events import ThreadEvent
@@ -56,7 +57,14 @@ class StaleFirstRead(InMemoryConversationArchive):
 
 def conversations(archive: InMemoryConversationArchive, claims: InMemoryIdempotency) -> tuple[Conversations, Log]:
     log = Log(archive)
-    uses = Conversations(archive, cast(EventProducer, log), "test", claims=claims, archived=cast(Any, log.reached))
+    uses = Conversations(
+        archive,
+        cast(EventProducer, log),
+        "test",
+        claims=claims,
+        archived=cast(Any, log.reached),
+        cursors=Cursors(b"k" * 32),
+    )
     return uses, log
 
 

@@ -10,10 +10,13 @@ import pytest
 from adapters.in_memory import InMemoryCheckpoints, InMemoryConversationArchive
 from memlog.search import CrossSearch
 from projections.archives import plan_archive
+from projections.cursors import Cursors
 from projections.position import Position
 from projections.search import decode_cursor, encode_cursor, landed, marks_of, partition_of, visible
 from schemas.errors import InvalidEvent
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadForked, ThreadReset
+
+CURSORS = Cursors(b"k" * 32)
 
 T0 = 1_795_000_000_000
 
@@ -66,7 +69,7 @@ async def world() -> tuple[Archive, CrossSearch, Log]:
         log.exchange(1, "bob", "smith", 3, "forge a red chest for me"),
     ):
         await archive.log(batch)
-    return archive, CrossSearch(archive, archive, archive.checkpoints), log
+    return archive, CrossSearch(archive, archive, archive.checkpoints, cursors=CURSORS), log
 
 
 async def test_an_agent_finds_its_own_entries_in_every_thread_ranked_phrase_first() -> None:
@@ -86,10 +89,10 @@ async def test_an_agent_finds_its_own_entries_in_every_thread_ranked_phrase_firs
 
 async def test_a_capped_read_is_marked_partial_and_no_word_reads_nothing() -> None:
     archive, _, _ = await world()
-    capped = CrossSearch(archive, archive, archive.checkpoints, candidates=2)
+    capped = CrossSearch(archive, archive, archive.checkpoints, candidates=2, cursors=CURSORS)
     page = await capped.tenant("castle", "red chest")
     assert page["partial"] is True and len(page["results"]) == 3  # two exchanges and one past the cap, read
-    whole = await CrossSearch(archive, archive, archive.checkpoints).tenant("castle", "red chest")
+    whole = await CrossSearch(archive, archive, archive.checkpoints, cursors=CURSORS).tenant("castle", "red chest")
     assert whole["partial"] is False and len(whole["results"]) == 4
     assert (await capped.tenant("castle", "?!"))["results"] == []
     with pytest.raises(InvalidEvent, match="q"):
@@ -131,7 +134,7 @@ async def test_bad_input_and_foreign_cursors_are_refused() -> None:
         await search.agent("castle", "baker", "red chest", cursor=first["next_cursor"])
     with pytest.raises(InvalidEvent, match="cursor"):
         await search.tenant("castle", "red chest", cursor=first["next_cursor"])
-    for bad in ("nonsense", "e30", encode_cursor("x", {"p": 1}, (0, 0, 0, "s"))[:-3] + "AAA"):
+    for bad in ("nonsense", "e30", encode_cursor(CURSORS, "x", {"p": 1}, (0, 0, 0, "s"))[:-3] + "AAA"):
         with pytest.raises(InvalidEvent, match="cursor"):
             await search.agent("castle", "smith", "red chest", cursor=bad)
     with pytest.raises(InvalidEvent, match="q"):
@@ -141,18 +144,26 @@ async def test_bad_input_and_foreign_cursors_are_refused() -> None:
 
 
 def test_a_cursor_round_trips_and_rejects_wrong_shapes() -> None:
-    token = encode_cursor("b", {"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"), 12)
-    assert decode_cursor(token, "b") == ({"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"), 12)
-    shapes = (
-        '{"b":"b","m":[],"p":[0,0,0,"s"]}',
-        '{"b":"b","m":{},"p":[0,0,"s"]}',
-        '{"b":"b","m":{"p":true},"p":[0]}',
-        '{"b":"b","m":{},"p":[0,0,0,"s"],"n":1e999}',
-        '{"b":"b","m":{},"p":[0,0,0,"s"],"n":"7"}',
-    )
-    for shape in (*shapes, "[1]", '"x"', "{"):
+    token = encode_cursor(CURSORS, "b", {"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"), 12)
+    assert decode_cursor(CURSORS, token, "b") == ({"memlog.threads:0": 7}, (0, -2, -5, "memlog.threads:0:3"), 12)
+    shapes: list[object] = [
+        {"m": [], "p": [0, 0, 0, "s"]},
+        {"m": {}, "p": [0, 0, "s"]},
+        {"m": {"p": True}, "p": [0, 0, 0, "s"]},
+        {"m": {}, "p": [0, 2**70, 0, "s"]},
+        {"m": {}, "p": [0, 0.5, 0, "s"]},
+        {"m": {}, "p": [0, 0, 0, 1]},
+        {"m": {}, "p": [0, 0, 0, "s"], "n": "7"},
+        {"m": {}, "p": [0, 0, 0, "s"], "n": 2**70},
+        [1],
+        "x",
+    ]
+    for shape in shapes:  # signed, yet not what a search issues: refused all the same
         with pytest.raises(InvalidEvent, match="cursor"):
-            decode_cursor(base64.urlsafe_b64encode(shape.encode()).decode(), "b")
+            decode_cursor(CURSORS, CURSORS.seal("b", shape), "b")
+    unsigned = base64.urlsafe_b64encode(b'{"m":{},"p":[0,0,0,"s"]}').decode()
+    with pytest.raises(InvalidEvent, match="cursor"):
+        decode_cursor(CURSORS, unsigned, "b")
 
 
 async def test_marks_read_forks_and_archives_as_applied_offsets() -> None:
