@@ -117,6 +117,11 @@ class Settings(BaseSettings):
     namespace_check_seconds: float = Field(
         default=300.0, gt=0, description="How often a worker drops the namespaces whose grace period has passed."
     )
+    otel_exporter: Literal["none", "console"] = Field(
+        default="none",
+        description="OpenTelemetry spans (API request, produce, worker apply): none exports nothing; console "
+        "writes them to stdout. A process that installs its own tracer provider gets them whatever this says.",
+    )
     ingest_retention_seconds: int = Field(
         default=3600,
         ge=1,

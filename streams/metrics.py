@@ -52,6 +52,17 @@ class Metrics:
             "memlog_recall_seconds", "Latency of a fact recall.", buckets=LATENCY_BUCKETS, registry=self.registry
         )
         self.erasures = Counter("memlog_erasures", "Subjects erased.", registry=self.registry)
+        # by route template (/v1/tenants/{tenant}/...), never by path: a path names tenants and subjects
+        self.http_requests = Counter(
+            "memlog_http_requests", "API requests answered.", ["method", "route", "status"], registry=self.registry
+        )
+        self.http_seconds = Histogram(
+            "memlog_http_request_seconds",
+            "Latency of an API request, to its answer's last byte.",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.shredded = Counter(
             "memlog_shredded_events",
             "Events skipped because their subject was erased (their data key is gone).",

@@ -18,6 +18,7 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 from aiokafka.partitioner import DefaultPartitioner
+from opentelemetry.trace import SpanKind
 
 from adapters.connections import kafka_options
 from config.settings import Settings
@@ -39,6 +40,7 @@ from schemas.events import (
 from schemas.exchanges import OFF_LOOP_CHARS, ReportedExchange, exchange_events, text_size
 from schemas.session_text import TokenCount
 from streams.sealer import Sealer, Who
+from streams.tracing import trace_headers, tracer
 
 log = logging.getLogger(__name__)
 
@@ -220,13 +222,16 @@ class EventProducer:
             raise InvalidEvent("events", "a batch goes to one topic: thread, fact and trace events apart")
         topic = self._settings.topic(short)
         kafka = self._producer
+        span = tracer().start_span(f"produce {topic}", kind=SpanKind.PRODUCER)
+        span.set_attribute("messaging.destination.name", topic)
+        headers = trace_headers(span)
         try:
             async with asyncio.timeout(SEND_DEADLINE_SECONDS):
                 partitions = sorted(await kafka.partitions_for(topic))
                 partition = self._partitioner(key, partitions, partitions)
                 batch = kafka.create_batch()
                 for value in values:
-                    if batch.append(key=key, value=value, timestamp=first.occurred_at) is None:
+                    if batch.append(key=key, value=value, timestamp=first.occurred_at, headers=headers) is None:
                         raise InvalidEvent(
                             "events",
                             f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes",
@@ -243,4 +248,6 @@ class EventProducer:
             if isinstance(exc, BROKEN_PRODUCER):
                 await self._renew(kafka, exc)
             raise LogUnavailable(f"kafka refused {topic}: {exc}") from exc
+        finally:
+            span.end()
         return Position(short, meta.partition, meta.offset + len(values) - 1)

@@ -24,6 +24,7 @@ from schemas.events import Event, from_record, now_ms
 from schemas.frozen import quick
 from streams.metrics import Metrics
 from streams.sealer import Sealer
+from streams.tracing import applying
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()  # a traceparent among them links the apply to its produce
 
 
 E = TypeVar("E", bound=Event)
@@ -144,11 +146,12 @@ class Projector(Generic[E]):
         """
         self.batch_started = time.monotonic()
         try:
-            if self._sealer is None:
-                await self.apply(records, await self.read(records))
-                return
-            async with self._sealer.batch():
-                await self.apply(records, await self.read(records))
+            with applying(self.name, self.source_topic, records):
+                if self._sealer is None:
+                    await self.apply(records, await self.read(records))
+                    return
+                async with self._sealer.batch():
+                    await self.apply(records, await self.read(records))
         finally:
             self.batch_started = None
 

@@ -193,7 +193,9 @@ async def gather(
     while count < batch and any(positions[tp] < ends[tp] for tp in ends):
         fetched = await consumer.getmany(timeout_ms=1000, max_records=batch - count)
         for tp, records in fetched.items():
-            wanted = [Record(r.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
+            wanted = [
+                Record(r.partition, r.offset, r.key, r.value, tuple(r.headers)) for r in records if r.offset < ends[tp]
+            ]
             if wanted:
                 gathered.setdefault(tp, []).extend(wanted)
                 positions[tp] = wanted[-1].offset + 1

@@ -49,6 +49,7 @@ from streams.steps.privacy import PrivacyStep, SubjectData
 from streams.steps.sessions import SessionStep
 from streams.steps.traces import TraceStep
 from streams.topics import check_retention, ensure_topics
+from streams.tracing import setup_tracing
 from streams.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
@@ -168,10 +169,20 @@ def subscribe(
             if faults is not None:
                 await faults.before_batch()
             await projector.handle(
-                [Record(e.message.partition, e.message.offset, e.message.key, e.message.value) for e in events]
+                [
+                    Record(e.message.partition, e.message.offset, e.message.key, e.message.value, _headers(e.message))
+                    for e in events
+                ]
             )
 
     app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
+
+
+def _headers(message: Any) -> tuple[tuple[str, bytes], ...]:
+    """A Faust message's headers as (name, bytes) pairs (Faust gives a list of pairs or a mapping)."""
+    headers = message.headers or ()
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    return tuple((str(name), bytes(value)) for name, value in pairs if value is not None)
 
 
 @dataclass
@@ -344,6 +355,7 @@ def run_worker(settings: Settings) -> None:
     It exits within MEMLOG_WORKER_STOP_SECONDS of SIGTERM (streams/shutdown.py), and with code 75
     when its watchdog finds it stuck (streams/watchdog.py).
     """
+    setup_tracing(settings, "worker")
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))

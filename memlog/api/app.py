@@ -18,6 +18,7 @@ from memlog.api.mcp_http import McpEndpoint
 from memlog.api.openapi import describe_names
 from memlog.api.routers import context, conversations, exchanges, facts, health, knowledge, privacy, replays, runs
 from memlog.api.shortcut import ContextShortcut
+from memlog.api.telemetry import HttpMetrics
 from memlog.credentials import Credentials
 from memlog.services import Services, open_services
 from schemas.errors import ServiceSetupError, StoreUnavailable
@@ -33,7 +34,7 @@ def create_api(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_services(settings, producer=True, metrics=Metrics(), log_positions=True) as services:
+        async with open_services(settings, producer=True, metrics=metrics, log_positions=True) as services:
             # a summarizer or embedder set up wrongly stops the API at start, not at the first fold or recall
             services.summarizer  # noqa: B018
             services.embedder  # noqa: B018
@@ -53,6 +54,7 @@ def create_api(settings: Settings) -> FastAPI:
 
     credentials = Credentials.from_settings(settings)
     refuse_open_listening(settings, credentials)
+    metrics = Metrics()
     app = FastAPI(
         title="memlog", version="0.1.0", lifespan=lifespan, description="Event-sourced memory for AI agent backends."
     )
@@ -65,6 +67,7 @@ def create_api(settings: Settings) -> FastAPI:
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(ContextShortcut)  # inside the guard: sizes and credentials are checked first
     app.add_middleware(RequestGuard, credentials=credentials, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(HttpMetrics, router_app=app, metrics=metrics)  # outermost: refusals are counted too
     handlers.install(app)
     for area in ROUTERS:
         app.include_router(area.router)

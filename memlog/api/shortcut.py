@@ -24,6 +24,7 @@ from memlog.context import ReadyContext
 from memlog.credentials import Credentials
 from memlog.services import Services
 
+ROUTE_TEMPLATE = "memlog.route_template"
 PREFIX = "/v1/tenants/"
 SUFFIX = "/context"
 # A `wait` FastAPI takes as it is written (a finite, non-negative float); any other is left to FastAPI.
@@ -125,6 +126,7 @@ class ContextShortcut:
             await self.app(scope, receive, send)
             return
         query, wait = parsed
+        scope[ROUTE_TEMPLATE] = found.template  # for the HTTP metrics: this request never reaches a route
         state = scope["app"].state
         try:
             credentials: Credentials = state.credentials

@@ -50,7 +50,9 @@ def api(settings: Settings) -> int:
     import uvicorn
 
     from memlog.api import create_api
+    from streams.tracing import setup_tracing
 
+    setup_tracing(settings, "api")
     uvicorn.run(
         create_api(settings),
         host=settings.api_host,

@@ -116,3 +116,18 @@ def test_the_grafana_dashboard_charts_only_metrics_memlog_exports() -> None:
         "Recall latency",
         "Erasures",
     }
+
+
+def test_the_alert_rules_use_only_metrics_memlog_exports() -> None:
+    import yaml
+
+    from streams.metrics import Metrics
+
+    rules = yaml.safe_load((K8S.parent.parent / "grafana" / "alerts.yml").read_text())
+    families = list(Metrics().registry.collect())
+    exported = {family.name for family in families}
+    exported |= {f"{family.name}_total" for family in families if family.type == "counter"}
+    alerts = {rule["alert"]: rule["expr"] for group in rules["groups"] for rule in group["rules"]}
+    assert {"MemlogLagNotMoving", "MemlogDeadLettersRising", "MemlogNotReady"} <= set(alerts)
+    used = {name for expr in alerts.values() for name in re.findall(r"\bmemlog_[a-z_]+\b", expr)}
+    assert used and used <= exported, used - exported
