@@ -128,6 +128,6 @@ async def test_a_span_tree_links_the_request_the_produce_and_the_workers_apply(
 
     assert 'memlog_http_requests_total{method="POST",route="/v1/exchanges",status="202"} 1.0' in metrics
     assert 'route="/v1/tenants/{tenant}/subjects/{subject}/context",status="200"' in metrics, [
-        l for l in metrics.splitlines() if "http_requests_total{" in l
+        line for line in metrics.splitlines() if "http_requests_total{" in line
     ]
     assert TENANT not in metrics and SUBJECT not in metrics
