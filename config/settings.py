@@ -216,6 +216,10 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Tenants whose agents may save tenant knowledge with remember (scope tenant); * for all.",
     )
+    agents_forget_backend_knowledge: bool = Field(
+        default=False,
+        description="An agent's forget may delete tenant knowledge the backend wrote, not only what an agent saved.",
+    )
     embeddings: Literal["auto", "none", "local", "openai"] = Field(
         default="auto",
         description="Recall ranks by similarity with this model, by keyword (BM25) with none. auto: openai when an "

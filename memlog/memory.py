@@ -17,7 +17,7 @@ from typing import Any
 from adapters.embeddings import Embedder, EmbeddingFailed, QuestionEncoder
 from projections.archives import decode_cursor, encode_cursor
 from projections.cursors import Cursors, number, text, whole
-from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts
+from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts, shown_source
 from projections.forgetting import forgotten_calls
 from projections.paging import list_binding
 from projections.ports import FactSlots, FactStore, SessionStore
@@ -34,7 +34,7 @@ from projections.recall import (
     recent,
 )
 from projections.session import ThreadKey
-from schemas.errors import InvalidEvent, NotFound
+from schemas.errors import Forbidden, InvalidEvent, NotFound
 from schemas.events import (
     FACT_SCOPES,
     PUBLIC_THREAD,
@@ -129,7 +129,8 @@ def described(name: str) -> str:
 
 
 def recalled_view(hit: Recalled) -> dict[str, Any]:
-    return {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how, "belongs_to": hit.belongs_to}
+    view = {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how, "belongs_to": hit.belongs_to}
+    return {**view, "source": shown_source(hit.fact.source, hit.belongs_to)}
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,8 @@ class Memory:
 
     Args:
         tenant_writers: tenants whose agents may save tenant knowledge with remember (`*`: every one).
+        agents_forget_backend: an agent's forget may delete tenant knowledge the backend wrote
+            (MEMLOG_AGENTS_FORGET_BACKEND_KNOWLEDGE); otherwise only what an agent saved.
         transcripts: the sessions, where a forgotten fact's remember call loses its text (None: left).
         cursors: seals and opens the cursors of recall and search.
     """
@@ -177,6 +180,7 @@ class Memory:
         tenant_writers: Collection[str] = (),
         transcripts: SessionStore | None = None,
         cursors: Cursors,
+        agents_forget_backend: bool = False,
     ) -> None:
         self._producer = producer
         self._transcripts = transcripts
@@ -191,6 +195,7 @@ class Memory:
         self._slots = slots
         self._tenant_writers = frozenset(tenant_writers)
         self._cursors = cursors
+        self._agents_forget_backend = agents_forget_backend
 
     @property
     def producer(self) -> EventProducer:
@@ -469,12 +474,15 @@ class Memory:
             return await self._recall_tool(tenant, subject, agent, arguments)
         fact_id = check_text("arguments.fact_id", arguments.get("fact_id", ""))
         whose: str | None = subject
-        if (
-            not (await self.state(tenant, subject)).find(fact_id)
-            and self.agents_may_write_knowledge(tenant)
-            and (await self.state(tenant, None)).find(fact_id)
-        ):
-            whose = None  # the tenant's knowledge, which this tenant lets its agents keep
+        if not (await self.state(tenant, subject)).find(fact_id) and self.agents_may_write_knowledge(tenant):
+            knowledge = (await self.state(tenant, None)).find(fact_id)
+            if knowledge is not None:
+                whose = None  # the tenant's knowledge, which this tenant lets its agents keep
+                if knowledge.source != "agent" and not self._agents_forget_backend:
+                    raise Forbidden(
+                        f"tenant knowledge {fact_id} was written by the backend: an agent forgets only what an "
+                        "agent saved (MEMLOG_AGENTS_FORGET_BACKEND_KNOWLEDGE)"
+                    )
         position = await self.forget(tenant, whose, fact_id, agent)
         return {"forgotten": True, "fact_id": fact_id, "position": position.token()}
 

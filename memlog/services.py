@@ -183,6 +183,7 @@ class Services:
                 slots=self.current.fact_slots,
                 recall_policy=self.settings.recall_policy(),
                 tenant_writers=self.settings.tenant_facts_from_agents,
+                agents_forget_backend=self.settings.agents_forget_backend_knowledge,
                 transcripts=self.sessions,
                 cursors=self.cursors,
             ),

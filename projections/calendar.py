@@ -32,13 +32,18 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MS = dt.timedelta(milliseconds=1)
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _ZONE_NAME_MAX = 255
+_AREAS = ("Africa", "America", "Antarctica", "Arctic", "Asia", "Atlantic", "Australia", "Europe", "Indian", "Pacific")
+_AREA_LOCATION = re.compile(rf"(?:{'|'.join(_AREAS)})(?:/[A-Za-z][A-Za-z0-9_+-]*){{1,2}}")
 
 
 def zone(name: str | None) -> zoneinfo.ZoneInfo:
-    """An IANA zone by name (`Europe/Berlin`); None means UTC. 422 naming `tz` when there is no such zone."""
+    """An IANA zone by name (`Europe/Berlin`); None means UTC. 422 naming `tz` when there is no such zone.
+
+    Only `UTC` and the Area/Location names of the IANA database's geographic areas (issue 41): not
+    `localtime` (the server's own zone), `posixrules`, `Factory`, nor the backward links (`US/Eastern`)."""
     key = DEFAULT_ZONE if name is None else name
-    if not key or len(key) > _ZONE_NAME_MAX or key != key.strip():
-        raise InvalidEvent("tz", f"{key!r} is not an IANA time zone (Area/City, e.g. Europe/Berlin)")
+    if len(key) > _ZONE_NAME_MAX or not (key == DEFAULT_ZONE or _AREA_LOCATION.fullmatch(key)):
+        raise InvalidEvent("tz", f"{key!r} is not an IANA time zone (UTC, or Area/City, e.g. Europe/Berlin)")
     try:
         return zoneinfo.ZoneInfo(key)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):

@@ -33,6 +33,13 @@ class FactPolicy:
         return self.max_facts, self.keep_ms
 
 
+def shown_source(source: str, belongs_to: str) -> str:
+    """Who wrote a fact, as shown: `agent` (an agent's remember) or, by hand, `subject` for a subject's
+    fact and `backend` for the tenant's knowledge (stored as the event's `subject` source: no subject
+    writes tenant knowledge, the backend does)."""
+    return "backend" if belongs_to == "tenant" and source == "subject" else source
+
+
 TENANT_KNOWLEDGE = ""  # the store key of a tenant's own facts: no subject is named "" (check_name)
 
 

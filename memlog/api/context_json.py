@@ -65,14 +65,11 @@ def context_body(read: ReadyContext, facts: bytes) -> bytes:
 
 
 def matches(if_none_match: str | None, tag: str) -> bool:
-    """RFC 9110 13.1.2: `*`, or any listed entity tag equal to ours by the weak comparison."""
+    """Any listed entity tag equal to ours by the weak comparison (RFC 9110 13.1.2). Not `*` (issue 41):
+    a context always exists, so `*` would answer 304 for ever and its client would never see a change."""
     if not if_none_match:
         return False
-    for listed in if_none_match.split(","):
-        candidate = listed.strip()
-        if candidate == "*" or candidate.removeprefix("W/") == tag:
-            return True
-    return False
+    return any(listed.strip().removeprefix("W/") == tag for listed in if_none_match.split(","))
 
 
 def context_response(request: Request, read: ReadyContext) -> Response:

@@ -175,6 +175,9 @@ async def test_an_unchanged_context_answers_304_and_a_new_exchange_a_new_etag(ht
     cached = await http.get(url, headers={"If-None-Match": tag})
     assert (cached.status_code, cached.content, cached.headers["etag"]) == (304, b"", tag)
     assert (await http.get(url, headers={"If-None-Match": f'"other", W/{tag}'})).status_code == 304
+    for star in ("*", '*, "other"'):  # issue 41: `*` is no match, or a client sending it never sees a change
+        starred = await http.get(url, headers={"If-None-Match": star})
+        assert (starred.status_code, starred.headers["etag"]) == (200, tag)
     # a question adds its facts' lines (here: that none bears on it), so another context and another tag
     asked = await http.get(url, params={"question": "first?"}, headers={"If-None-Match": tag})
     assert asked.status_code == 200 and asked.headers["etag"] != tag

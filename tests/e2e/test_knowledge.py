@@ -18,6 +18,7 @@ from tests.conftest import serving, unique_settings
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 T = "realm"
+K = "keepers"  # agents keep its knowledge too
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def live(stack: Settings) -> Iterator[Settings]:
         api_port=free_port(),
         facts_max=2,
         tenant_facts_max=4,
-        tenant_facts_from_agents=["realm"],
+        tenant_facts_from_agents=["realm", "keepers"],
         embeddings="none",  # keyword ranking: what these tests check does not depend on a model
     )
     with serving(settings, LOGS):
@@ -192,3 +193,28 @@ async def test_the_recall_tool_and_search_go_further_with_limit_exclude_and_a_cu
     ).json()
     assert len(more["facts"]) == 2 and more["next_cursor"] is None
     assert {f["fact_id"] for f in searched["facts"] + more["facts"]} == set(every)
+
+
+async def test_an_agent_forgets_only_the_tenant_knowledge_an_agent_saved(http: httpx.AsyncClient) -> None:
+    """Issue 41: tenant knowledge records who wrote it, and an agent's forget leaves the backend's alone
+    (unless MEMLOG_AGENTS_FORGET_BACKEND_KNOWLEDGE)."""
+    tool = f"/v1/tenants/{K}/subjects/gil/agents/helper/tools"
+    by_hand = await accepted(
+        await http.post(f"/v1/tenants/{K}/facts", json={"text": "pvp is off in the spawn", "agent": "helper"})
+    )
+    saved = await http.post(tool + "/remember", json={"arguments": {"text": "the mine is east", "scope": "tenant"}})
+    assert saved.status_code == 200, saved.text
+    after = f"{by_hand['position']},{saved.json()['position']}"
+    listed = (await http.get(f"/v1/tenants/{K}/facts", params={"after": after, "wait": 30})).json()["facts"]
+    sources = {f["fact_id"]: f["source"] for f in listed}
+    assert (sources[by_hand["fact_id"]], sources[saved.json()["fact_id"]]) == ("backend", "agent")
+
+    refused = await http.post(tool + "/forget", json={"arguments": {"fact_id": by_hand["fact_id"]}})
+    assert refused.status_code == 403 and "MEMLOG_AGENTS_FORGET_BACKEND_KNOWLEDGE" in refused.text
+    forgotten = await http.post(tool + "/forget", json={"arguments": {"fact_id": saved.json()["fact_id"]}})
+    assert forgotten.status_code == 200, forgotten.text
+    listed = (
+        await http.get(f"/v1/tenants/{K}/facts", params={"after": forgotten.json()["position"], "wait": 30})
+    ).json()["facts"]
+    assert by_hand["fact_id"] in {f["fact_id"] for f in listed}
+    assert saved.json()["fact_id"] not in {f["fact_id"] for f in listed}

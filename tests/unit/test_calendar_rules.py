@@ -117,7 +117,14 @@ def test_instants_outside_the_calendar_land_on_its_first_or_last_day() -> None:
     assert day_of(2**62, BERLIN) == day_of(LAST_MS, BERLIN)
 
 
-@pytest.mark.parametrize("name", ["Mars/Olympus", "", " Europe/Berlin", "../etc/passwd", "/etc/localtime", "x" * 300])
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("Mars/Olympus", "", " Europe/Berlin", "../etc/passwd", "/etc/localtime", "x" * 300),
+        # issue 41: names the zone database holds that are no Area/Location: the server's own zone and others
+        *("localtime", "posixrules", "Factory", "US/Eastern", "EST5EDT", "GMT", "Etc/GMT+5", "Europe/../localtime"),
+    ],
+)
 def test_an_unknown_zone_is_refused_naming_tz(name: str) -> None:
     with pytest.raises(InvalidEvent) as refused:
         zone(name)
@@ -127,6 +134,8 @@ def test_an_unknown_zone_is_refused_naming_tz(name: str) -> None:
 def test_no_zone_means_utc() -> None:
     assert zone(None).key == "UTC"
     assert zone("Europe/Berlin").key == "Europe/Berlin"
+    assert zone("UTC").key == "UTC"
+    assert zone("America/Argentina/Buenos_Aires").key == "America/Argentina/Buenos_Aires"
 
 
 WIDE_DIGITS = "\uff12\uff10\uff12\uff16-01-01"  # digits, to str.isdigit, but not [0-9]

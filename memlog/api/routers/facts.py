@@ -12,6 +12,7 @@ from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut,
 from memlog.claims import one_key
 from memlog.memory import TOOL_DEFINITIONS, recalled_view
 from memlog.services import Services
+from projections.facts import shown_source
 from schemas.events import check_name
 
 router = APIRouter()
@@ -83,7 +84,8 @@ async def facts_out(
         return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=most, next_cursor=found.next_cursor)
     belongs_to: Literal["subject", "tenant"] = "subject" if subject is not None else "tenant"
     listed = [
-        FactOut(**fact.view(), belongs_to=belongs_to) for fact in await services.memory.facts(tenant, subject, agent)
+        FactOut(**{**fact.view(), "source": shown_source(fact.source, belongs_to)}, belongs_to=belongs_to)
+        for fact in await services.memory.facts(tenant, subject, agent)
     ]
     return FactsOut(tenant=tenant, subject=subject, facts=listed, limit=most)
 

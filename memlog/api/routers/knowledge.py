@@ -28,8 +28,9 @@ async def remember(
     key = one_key(idempotency_key, body.idempotency_key) or ""
 
     async def write() -> dict[str, Any]:
+        # written by the backend, agent-scoped or not: `backend` (the event's `subject` source, by hand)
         fact_id, position = await services.memory.remember(
-            tenant, None, body.text, agent=body.agent, scope=body.scope, source="agent" if body.agent else "subject"
+            tenant, None, body.text, agent=body.agent, scope=body.scope, source="subject"
         )
         return {"fact_id": fact_id, "position": position.token()}
 
