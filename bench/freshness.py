@@ -8,6 +8,7 @@ is measured with the service idle, then under a background of other subjects' ex
 
     python -m bench.freshness                     # 300 samples per phase, 50 exchanges/s behind
     python -m bench.freshness --samples 500 --background 50
+    python -m bench.freshness --split             # the sessions in a worker of their own (worker sets)
 
 HTTP is aiohttp's client on kept-alive connections, one for the measured turns and others for the
 background. No assertions: shared machines are noisy.
@@ -36,6 +37,7 @@ from streams.topics import ensure_topics
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 TENANT = "fresh"
+SPLIT = ("sessions,facts", "archives,traces,privacy")  # MEMLOG_WORKER_PROJECTIONS, as bench/soak.py --split
 PAUSE_SECONDS = 0.02  # between two samples: a turn follows the last one quickly, not back to back
 
 
@@ -169,10 +171,15 @@ async def phase(
     )
 
 
-async def run(settings: Settings, samples: int, rate: int) -> None:
+async def run(settings: Settings, samples: int, rate: int, split: bool) -> None:
     await ensure_topics(settings)
-    worker = await asyncio.to_thread(start_worker, settings, LOGS)
+    sets = SPLIT if split else ("all",)
+    workers = [
+        await asyncio.to_thread(start_worker, settings.model_copy(update={"worker_projections": which}), LOGS)
+        for which in sets
+    ]
     api = await asyncio.to_thread(start_api, settings, LOGS)
+    print(f"worker sets: {' | '.join(sets)}")
     base = f"http://127.0.0.1:{settings.api_port}"
     try:
         async with (
@@ -192,15 +199,17 @@ async def run(settings: Settings, samples: int, rate: int) -> None:
             print(f"  (background: {sent} exchanges POSTed)")
     finally:
         api.stop()
-        worker.stop()
+        for worker in workers:
+            worker.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--background", type=int, default=50, help="other exchanges a second, under load")
+    parser.add_argument("--split", action="store_true", help="two workers: sessions and facts; the rest")
     args = parser.parse_args()
-    on_local_stack(lambda settings: run(settings, args.samples, args.background))
+    on_local_stack(lambda settings: run(settings, args.samples, args.background, args.split))
 
 
 if __name__ == "__main__":

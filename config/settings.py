@@ -143,6 +143,13 @@ class Settings(BaseSettings):
         "traces, privacy) waits before each batch, to rehearse a slow projection and stops mid-stream.",
     )
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
+    sessions_batch_seconds: float = Field(
+        default=0.005,
+        gt=0,
+        description="How long the sessions projection waits to fill a batch: a read with `after=` waits for it "
+        "(bench/freshness.py). Its wake-ups while idle cost a little CPU; the other projections keep "
+        "MEMLOG_BATCH_SECONDS.",
+    )
     worker_session_timeout_seconds: float = Field(
         default=15.0,
         ge=6,  # Kafka's group.min.session.timeout.ms

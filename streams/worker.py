@@ -164,8 +164,11 @@ def subscribe(
 ) -> None:
     """One agent per projection. Faust acks a batch when the loop asks for the next one, after the store write."""
 
+    # what the next turn reads is applied within a few ms; the rest may gather larger batches
+    within = settings.sessions_batch_seconds if projector.name == "sessions" else settings.batch_seconds
+
     async def project(stream: Any) -> None:
-        async for events in stream.take_events(settings.batch_size, within=settings.batch_seconds):
+        async for events in stream.take_events(settings.batch_size, within=within):
             if faults is not None:
                 await faults.before_batch()
             await projector.handle(
