@@ -9,6 +9,7 @@ reads every session back: each exchange must be there exactly once, in order.
 
     python -m bench.soak                       # the issue's soak: 500/s for 30 min, a kill every 5 min
     python -m bench.soak --rate 100 --minutes 3 --kill-every 1
+    python -m bench.soak --rate 100 --minutes 3 --kill-every 1 --via http   # POSTed, as backends record
 
 Folds are off (MEMLOG_FOLD_AGENT=false) so that a session keeps every exchange to be counted. The
 worker is restarted under one name (MEMLOG_WORKER_INSTANCE, as `memlog up` restarts its worker), so it
@@ -25,16 +26,19 @@ import itertools
 import os
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from adapters.connections import kafka_options
 from config.settings import Settings
 from memlog.conversations import conversation_ref
 from memlog.localstack import LocalStack
-from memlog.processes import MemlogProcess, isolated, start_worker
+from memlog.processes import MemlogProcess, free_port, isolated, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from schemas.errors import LogUnavailable
@@ -144,7 +148,28 @@ def percentile(values: list[int], share: float) -> float:
     return float(ordered[min(len(ordered) - 1, int(len(ordered) * share))]) if ordered else 0.0
 
 
-async def produce(services: Services, rate: int, seconds: float, subjects: int, samples: Samples) -> list[int]:
+Send = Callable[[dict[str, Any]], Awaitable[object]]
+
+
+def http_send(http: aiohttp.ClientSession) -> Send:
+    """An exchange POSTed to the API, as backends record; a refusal the service may lift (503) is LogUnavailable."""
+
+    async def send(payload: dict[str, Any]) -> object:
+        try:
+            async with http.post("/v1/exchanges", json=payload) as answer:
+                body = await answer.read()
+        except aiohttp.ClientError as exc:
+            raise LogUnavailable(f"POST /v1/exchanges: {exc}") from exc
+        if answer.status == 503:
+            raise LogUnavailable("POST /v1/exchanges: 503")
+        if answer.status != 202:
+            raise RuntimeError(f"POST /v1/exchanges: {answer.status} {body[:300]!r}")
+        return body
+
+    return send
+
+
+async def produce(send: Send, rate: int, seconds: float, subjects: int, samples: Samples) -> list[int]:
     """Exchanges at a steady rate, by the clock (a slow tick is caught up); returns the count per subject."""
     counts = [0] * subjects
     started = time.monotonic()
@@ -160,7 +185,7 @@ async def produce(services: Services, rate: int, seconds: float, subjects: int, 
         }
         while True:
             try:
-                await services.producer.record_exchange(payload)
+                await send(payload)
                 return
             except LogUnavailable:
                 samples.produce_retries += 1
@@ -222,20 +247,28 @@ async def soak(
     sample_seconds: float,
     local: dict[str, int],
     split: bool = False,
+    via_http: bool = False,
 ) -> None:
     await ensure_topics(settings)
     subjects = max(1, rate * 2)
     samples = Samples()
     setups = worker_settings(settings, split)
     workers = await start_workers(setups)
-    budget = CpuBudget(local)
+    api = await asyncio.to_thread(start_api, settings, LOGS) if via_http else None
+    budget = CpuBudget({**local, **({} if api is None else {"api (HTTP, produces)": api.process.pid})})
     workers_began = [cpu_seconds(worker.process.pid) for worker in workers]
     consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False)
     await consumer.start()
     began = time.monotonic()
     stop = asyncio.Event()
     try:
-        async with open_services(settings, producer=True) as services:
+        async with (
+            open_services(settings, producer=True) as services,
+            aiohttp.ClientSession(
+                f"http://127.0.0.1:{settings.api_port}", connector=aiohttp.TCPConnector(limit=64)
+            ) as http,
+        ):
+            send: Send = http_send(http) if api is not None else services.producer.record_exchange
 
             async def sampler() -> None:
                 while not stop.is_set():
@@ -274,7 +307,7 @@ async def soak(
             sampling = asyncio.create_task(sampler())
             killing = asyncio.create_task(killer())
             producing = time.monotonic()
-            counts = await produce(services, rate, minutes * 60, subjects, samples)
+            counts = await produce(send, rate, minutes * 60, subjects, samples)
             produced_in = time.monotonic() - producing
             produced.set()
             await killing  # a restart under way finishes, so the worker stopped below is the live one
@@ -313,6 +346,8 @@ async def soak(
         await consumer.stop()
         for worker in workers:
             worker.stop()
+        if api is not None:
+            api.stop()
     report(samples, rate)
     budget.report(samples.produced)
 
@@ -345,19 +380,39 @@ def main() -> None:
     parser.add_argument("--sample-seconds", type=float, default=2.0, help="lag and memory sampling interval")
     parser.add_argument("--dynamic", action="store_true", help="restart the worker as a new group member")
     parser.add_argument("--split", action="store_true", help="two workers: sessions and facts; the rest")
+    parser.add_argument(
+        "--via", choices=("producer", "http"), default="producer", help="record with the library producer or POSTs"
+    )
     args = parser.parse_args()
     stack = Settings()
     local = LocalStack(stack)
     started = local.up()
     try:
         settings = isolated(
-            stack, fold_agent=False, mongo_database="memlogsoak", worker_instance=None if args.dynamic else "soak"
+            stack,
+            fold_agent=False,
+            mongo_database="memlogsoak",
+            worker_instance=None if args.dynamic else "soak",
+            api_port=free_port(),
         )
         print("worker restarted as " + ("a new member" if args.dynamic else "the static member 'soak'"))
         if args.split:
             print("two workers: " + "; ".join(SPLIT) + " (RSS is their sum)")
         services = local_pids(local)
-        asyncio.run(soak(settings, args.rate, args.minutes, args.kill_every, args.sample_seconds, services, args.split))
+        if args.via == "http":
+            print("exchanges POSTed to an API of the soak's own, its CPU counted")
+        asyncio.run(
+            soak(
+                settings,
+                args.rate,
+                args.minutes,
+                args.kill_every,
+                args.sample_seconds,
+                services,
+                args.split,
+                args.via == "http",
+            )
+        )
     finally:
         local.down(started)
 
