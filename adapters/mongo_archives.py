@@ -433,6 +433,11 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             docs = await found.to_list()
         return [_meta(d) for d in docs]
 
+    async def tenants(self) -> list[str]:
+        with mongo_errors():
+            found: list[str] = await self._conversations.distinct("tenant")
+        return sorted(found)
+
     def candidate_query(
         self, tenant: str, thread: str, owner: str, terms: list[str], *, conversation: str | None
     ) -> dict[str, Any]:

@@ -269,6 +269,11 @@ class Settings(BaseSettings):
     retention_main_days: int = Field(default=60, ge=1, description="Age after which a main conversation may go.")
     retention_task_days: int = Field(default=30, ge=1, description="... a task conversation.")
     retention_subagent_days: int = Field(default=7, ge=1, description="... a subagent conversation.")
+    retention_check_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="The worker applies retention to every tenant this often, once enabled (0: only by command).",
+    )
 
     # --- API ---
     backend_tokens: dict[str, str] = Field(

@@ -18,7 +18,6 @@ from projections.archives import (
     MAX_NEIGHBOUR_RADIUS,
     MAX_RESULTS,
     RETENTION_PURGE,
-    ConversationMeta,
     ConversationRef,
     Entry,
     Key,
@@ -30,25 +29,21 @@ from projections.archives import (
     excerpt,
     match,
     parse_thread,
-    plan_retention,
     retention_purge_refusal,
-    retention_reason,
     thread_ref,
 )
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narrow, zone
 from projections.cursors import Cursors, whole
-from projections.ports import ConversationArchive, Idempotency
+from projections.ports import ConversationArchive, Idempotency, Ledger
 from projections.position import Position
 from projections.ranking import Grouping, partial, rank, search_position
 from projections.relevance import query_of
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NotFound, NothingToDo, TargetExists
 from schemas.events import (
-    AUTOMATION_THREAD,
     KEY_SEPARATOR,
     MAIN_CONVERSATION,
     SESSION_THREAD,
-    Envelope,
     ThreadArchived,
     ThreadEvent,
     ThreadForked,
@@ -59,21 +54,10 @@ from schemas.events import (
 )
 from streams.folds import FoldService
 from streams.producer import EventProducer
+from streams.retention import apply_retention, envelope_for
 
 log = logging.getLogger(__name__)
 PROVENANCE_ORDER = {"active": 0, "compacted": 1, "reset": 2}
-
-
-def envelope_for(ref: ConversationRef, producer: str, occurred_at: int | None = None) -> Envelope:
-    extra: dict[str, Any] = {} if occurred_at is None else {"occurred_at": occurred_at}
-    return Envelope(
-        tenant=ref.tenant,
-        thread=ref.thread,
-        subject=ref.owner if ref.thread == SESSION_THREAD else None,
-        agent=ref.owner if ref.thread == AUTOMATION_THREAD else None,
-        producer=producer,
-        **extra,
-    )
 
 
 def conversation_ref(tenant: str, thread: str, conversation: str = MAIN_CONVERSATION) -> ConversationRef:
@@ -114,6 +98,7 @@ class Conversations:
     archived: Callable[[Position], Awaitable[bool]] | None = None  # whether the archive has applied a position
     evidence: Evidence | None = None  # tool entries' run_id (seed 004, evidence); None: not joined
     search_candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
+    ledger: Ledger | None = None  # where a confirmed retention run records each purge
     cursors: Cursors = field(kw_only=True)
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
@@ -490,37 +475,17 @@ class Conversations:
     async def retention(
         self, tenant: str, policy: RetentionPolicy, now_ms: int, *, confirm: bool = False
     ) -> dict[str, Any]:
-        """Dry run by default: the targets. Confirmed: each target is re-checked, then purged."""
-        targets = plan_retention(await self.store.conversations(tenant), policy, now_ms)
-        report: dict[str, Any] = {
-            "tenant": tenant,
-            "enabled": policy.enabled,
-            "days": dict(policy.days),
-            "dry_run": not confirm,
-            "targets": [t.view() for t in targets],
-            "purged": [],
-            "skipped": [],
-        }
-        if not confirm:
-            return report
-        for target in targets:
-            fresh: ConversationMeta | None = await self.store.meta(target.meta.ref)
-            reason = "gone already" if fresh is None else retention_reason(fresh, policy, now_ms)
-            if reason is None and fresh is not None and fresh.last_seq != target.meta.last_seq:
-                reason = "changed since it was planned"
-            if reason is not None or fresh is None:
-                report["skipped"].append({"conversation": target.meta.ref.conversation, "reason": reason})
-                continue
-            event = ThreadPurged(
-                envelope_for(fresh.ref, self.producer_name),
-                fresh.ref.conversation,
-                RETENTION_PURGE,
-                expect_last_seq=fresh.last_seq,
-            )
-            position = await self._produce(event)
-            report["purged"].append({**fresh.view(), "position": position.token()})
-        log.info("retention of %s: %d purged, %d skipped", tenant, len(report["purged"]), len(report["skipped"]))
-        return report
+        """Dry run by default: the targets. Confirmed: each target is re-checked, then purged (the worker
+        runs the same on its own every MEMLOG_RETENTION_CHECK_SECONDS)."""
+        return await apply_retention(
+            self.store,
+            self._producer() if confirm else None,
+            self.producer_name,
+            tenant,
+            policy,
+            now_ms,
+            confirm=confirm,
+        )
 
 
 def _centre(query: str, text: str) -> int:

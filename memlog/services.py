@@ -218,6 +218,7 @@ class Services:
                 evidence=self.evidence,
                 search_candidates=self.settings.search_max_candidates,
                 cursors=self.cursors,
+                ledger=None if read_only else self.ledger,
             ),
         )
 

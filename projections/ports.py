@@ -235,6 +235,10 @@ class ConversationArchive(Protocol):
         self, tenant: str, thread: str | None = None, owner: str | None = None
     ) -> list[ConversationMeta]: ...
 
+    async def tenants(self) -> list[str]:
+        """Every tenant with a conversation archived (scheduled retention goes through them)."""
+        ...
+
     async def candidates(
         self,
         tenant: str,

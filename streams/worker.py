@@ -42,6 +42,7 @@ from streams.positions import LogPositions
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
 from streams.resume import ResumeFromCheckpoints
+from streams.retention import retention_on_timer
 from streams.sealer import Sealer
 from streams.steps.archive import ArchiveStep
 from streams.steps.facts import FactActivityStep, FactStep
@@ -315,6 +316,16 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
         privacy = privacy_projector(settings, codec, stores, shared, sealer, namespaces, dead_letters, metrics)
         subscribe(app, topics["privacy"], privacy, settings, faults)
         projectors.append(privacy)
+        # the privacy set runs in exactly one worker set: retention is scheduled there, not in every worker
+        retention_on_timer(
+            app,
+            stores.conversations,
+            producer,
+            settings.producer_name,
+            settings.retention_policy(),
+            settings.retention_check_seconds,
+            shared.ledger,
+        )
     if "sessions" in settings.worker_set():  # the sessions' workers seal what the ingest topic holds
         ingest_on(app, IngestSealer(settings, codec, producer, shared.ledger, dead_letters.send))
     resume = ResumeFromCheckpoints(app, projectors)

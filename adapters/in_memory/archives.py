@@ -163,6 +163,9 @@ class InMemoryConversationArchive:
     async def meta(self, ref: ConversationRef) -> ConversationMeta | None:
         return self._metas.get(ref)
 
+    async def tenants(self) -> list[str]:
+        return sorted({m.ref.tenant for m in self._metas.values()})
+
     async def conversations(
         self, tenant: str, thread: str | None = None, owner: str | None = None
     ) -> list[ConversationMeta]:

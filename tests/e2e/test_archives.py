@@ -270,6 +270,10 @@ async def test_retention_previews_then_deletes_only_with_confirmation(http: http
     running = await post(
         http, {"tenant": TENANT, "subject": s, "question": "waiting", "occurred_at": old, "conversation": "task-3"}
     )
+    finished = await http.post(  # seed 004: a task conversation goes only once finished (its terminal marker)
+        f"{thread(s)}/conversations/task-1/archive", params={"after": running["position"]}, json={"archived": True}
+    )
+    await _wait_archive(http, s, finished.json()["position"])
     protect = await http.post(  # once task-2 is archived: before that it is an unknown conversation (404)
         f"{thread(s)}/conversations/task-2/archive", params={"after": running["position"]}, json={"protected": True}
     )
