@@ -69,10 +69,18 @@ def test_every_example_runs_against_a_running_memlog(stack: Settings, tmp_path: 
     asyncio.run(ensure_topics(settings))
     worker = start_worker(settings, LOGS)
     api = start_api(settings, LOGS)
-    env = {**settings_env(settings), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    api_url = f"http://127.0.0.1:{settings.api_port}"
+    env = {
+        **settings_env(settings),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        # what the client's examples read; the suite's API is open on loopback, so any token passes
+        "MEMLOG_URL": api_url,
+        "MEMLOG_TOKEN": "docs-examples",
+        "MEMLOG_OPERATOR_TOKEN": "docs-examples",
+    }
     ran, left_out, failed = 0, [], []
     try:
-        _wait_ready(f"http://127.0.0.1:{settings.api_port}/readyz")
+        _wait_ready(f"{api_url}/readyz")
         for where, language, code in examples():
             if NOT_RUN.match(code.splitlines()[0] if code.strip() else ""):
                 left_out.append(where)
