@@ -11,6 +11,8 @@ Writes 100 subjects with 30 facts each and a tenant's 20 facts of knowledge, all
 - the same read repeating recent questions (the question vector cache), for reading only.
 
 The same with 8 readers at once (the floor's encodes run in threads, as memlog's do). Ratios p99/p99.
+The three are measured interleaved (each reader runs the floor, then memlog's read, then the cached
+read, for every sample), so a load that comes and goes on the machine falls on all of them alike.
 No assertions.
 """
 
@@ -20,7 +22,7 @@ import asyncio
 import random
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -70,19 +72,22 @@ def question(n: int) -> str:
     return f"where did I put my {ITEMS[n % 10]} at the {PLACES[(n // 10) % 10]} number {n}?"
 
 
-async def timed(call: Callable[[int], Awaitable[object]], count: int, readers: int) -> tuple[float, float]:
-    samples: list[float] = []
+async def timed(
+    calls: Sequence[Callable[[int], Awaitable[object]]], count: int, readers: int
+) -> list[tuple[float, float]]:
+    """(p50, p99) in ms of each call, taken in turn by each reader for every sample."""
+    samples: list[list[float]] = [[] for _ in calls]
     counter = iter(range(count))
 
     async def reader() -> None:
         for n in counter:
-            started = time.perf_counter()
-            await call(n)
-            samples.append(time.perf_counter() - started)
+            for kept, call in zip(samples, calls, strict=True):
+                started = time.perf_counter()
+                await call(n)
+                kept.append(time.perf_counter() - started)
 
     await asyncio.gather(*(reader() for _ in range(readers)))
-    samples.sort()
-    return statistics.median(samples) * 1e3, samples[max(0, int(len(samples) * 0.99) - 1)] * 1e3
+    return [(statistics.median(s) * 1e3, sorted(s)[max(0, int(len(s) * 0.99) - 1)] * 1e3) for s in samples]
 
 
 def report(label: str, sample: tuple[float, float], floor: tuple[float, float] | None = None) -> None:
@@ -129,13 +134,18 @@ async def run(settings: Settings) -> None:
                     assert response.status_code == 200 and response.json()["facts"], response.text
 
                 for _ in range(2):  # warm both: connections, the model's first call, the API's first read
-                    await timed(floor, 20, 1)
-                    await timed(lambda n: read(n, 100_000), 20, 1)
+                    await timed([floor, lambda n: read(n, 100_000)], 20, 1)
                 for readers in (1, 8):
                     offset = 10_000 * readers
-                    base = await timed(lambda n, o=offset: floor(n + o), SAMPLES, readers)
-                    memlog = await timed(lambda n, o=offset: read(n, o), SAMPLES, readers)
-                    cached = await timed(lambda n, o=offset: read(n % 20, o), SAMPLES, readers)
+                    base, memlog, cached = await timed(
+                        [
+                            lambda n, o=offset: floor(n + o),
+                            lambda n, o=offset: read(n, o),
+                            lambda n, o=offset: read(n % 20, o),
+                        ],
+                        SAMPLES,
+                        readers,
+                    )
                     print(f"\n{readers} reader{'s' if readers > 1 else ''}:")
                     report("floor: MongoDB find of both fact documents + one encode", base)
                     report("memlog context read with recall, distinct questions", memlog, base)

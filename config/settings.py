@@ -210,10 +210,16 @@ class Settings(BaseSettings):
     facts_keep_days: int = Field(default=365, ge=1, description="Facts kept this long after the last question.")
     recall_limit: int = Field(default=5, ge=1, description="Facts supplied with the context (003: a handful).")
     recall_floor: float = Field(
-        default=0.3,
+        default=0.5,
         ge=0.0,
         le=1.0,
-        description="A fact scored below this (the estimated probability it bears on the question) is not recalled.",
+        description="A fact scored at or above this (the estimated probability it bears on the question) is "
+        "labelled bears; the others are still given, after it, as not matched (unless recall_strict).",
+    )
+    recall_strict: bool = Field(
+        default=False,
+        description="Recall gives only the facts that bear on the question (none when none does), not the best "
+        "limit of all the asker may see.",
     )
     tenant_facts_max: int = Field(default=200, ge=1, description="Facts a tenant's own knowledge holds.")
     tenant_facts_keep_days: int = Field(
@@ -403,7 +409,7 @@ class Settings(BaseSettings):
         )
 
     def recall_policy(self) -> RecallPolicy:
-        return RecallPolicy(limit=self.recall_limit, floor=self.recall_floor)
+        return RecallPolicy(limit=self.recall_limit, floor=self.recall_floor, strict=self.recall_strict)
 
     def thread_policy(self) -> ThreadPolicy:
         return ThreadPolicy(

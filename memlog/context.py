@@ -108,8 +108,8 @@ class ContextReads:
         wait: float | None,
         fill: bool = False,
     ) -> ThreadContext:
-        """The subject's session and the facts that bear on the question (seed 003): the subject's own
-        and the tenant's knowledge, none when nothing does; with `fill`, the newest after the matches."""
+        """The subject's session and the best facts for the question (seed 003): the subject's own and
+        the tenant's knowledge, those that bear on it first (memlog.memory.Memory.recall)."""
         key = ThreadKey.session(check_name("tenant", tenant), check_name("subject", subject))
         if agent is not None:
             check_name("agent", agent)
@@ -123,9 +123,10 @@ class ContextReads:
     async def _recall(
         self, key: ThreadKey, question: str | None, agent: str | None, fill: bool
     ) -> tuple[list[dict[str, Any]], str]:
-        """The facts' views and their rendered lines."""
-        if not fill and not (question or "").strip():
-            return [], ""  # nothing asked: nothing bears on it, and no store is read for it
+        """The facts' views and their rendered lines. Nothing asked: the newest facts, as not matched
+        (the strict policy: none, and no store is read for them, unless `fill`)."""
+        if self._memory.recall_policy.strict and not fill and not (question or "").strip():
+            return [], ""
         recalling = time.perf_counter()
         # seed 003: an agent recalls its own facts and the shared ones; a read naming no agent, the shared only
         found = await self._memory.recall(
@@ -133,7 +134,7 @@ class ContextReads:
         )
         if self._metrics is not None:
             self._metrics.recall_seconds.observe(time.perf_counter() - recalling)
-        return [recalled_view(hit) for hit in found.hits], render(found.hits)
+        return [recalled_view(hit) for hit in found.hits], render(found.hits, key.owner)
 
     async def ready_session(
         self,

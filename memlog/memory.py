@@ -25,12 +25,15 @@ from projections.position import Position
 from projections.recall import (
     Candidate,
     PageKey,
+    Part,
     Recalled,
     RecallPolicy,
     candidates,
+    clauses,
+    combined,
     cosine,
+    offer,
     page,
-    rank,
     recent,
 )
 from projections.session import ThreadKey
@@ -88,7 +91,8 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
         "function": {
             "name": "recall",
             "description": "Look up lasting facts about the user, and the tenant's knowledge, beyond those already "
-            "supplied with the context. Returns only facts that bear on the query; none when nothing does.",
+            "supplied with the context. Returns the best matches first; each says whether it bears on the query "
+            "(bears), and the others you hold follow, marked as not matched.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -129,8 +133,8 @@ def described(name: str) -> str:
 
 
 def recalled_view(hit: Recalled) -> dict[str, Any]:
-    view = {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how, "belongs_to": hit.belongs_to}
-    return {**view, "source": shown_source(hit.fact.source, hit.belongs_to)}
+    view = {**hit.fact.view(), "score": round(hit.score, 4), "how": hit.how, "bears": hit.bears}
+    return {**view, "belongs_to": hit.belongs_to, "source": shown_source(hit.fact.source, hit.belongs_to)}
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,14 @@ def _cosines(question: Sequence[float], vectors: Sequence[Sequence[float]]) -> l
 
 
 def _cursor_key(position: list[Any]) -> PageKey:
-    return (number(position[0]), whole(position[1]), text(position[2]), text(position[3]))
+    return (
+        whole(position[0]),
+        whole(position[1]),
+        number(position[2]),
+        whole(position[3]),
+        text(position[4]),
+        text(position[5]),
+    )
 
 
 class Memory:
@@ -354,26 +365,35 @@ class Memory:
         fill: bool = False,
         route: str = "recall",
     ) -> RecallPage:
-        """The facts that bear on the question, best first, above the relevance floor; none when
-        nothing does. `fill`: when fewer than `limit` match, the newest others after them, marked
-        "recent". `shared_only`: a reader that names no agent may see no agent's own facts. `route`: what the
-        cursor is bound to besides the question (the recall tool's, or a facts search's)."""
+        """The best `limit` facts the asker may see, best first: those that bear on the question (at or
+        above the floor), then the others the model finds nearest, then the newest, each labelled
+        (`bears`, `how`). With the strict policy, only those that bear (none when none does), and with
+        `fill` the newest others after them, marked "recent". `shared_only`: a reader that names no
+        agent may see no agent's own facts. `route`: what the cursor is bound to besides the question
+        (the recall tool's, or a facts search's)."""
         limit = self._recall.limit if limit is None else limit
         if not 1 <= limit <= 100:
             raise InvalidEvent("limit", f"must be from 1 to 100, not {limit}")
         if len(exclude) > MAX_EXCLUDE:
             raise InvalidEvent("exclude", f"lists {len(exclude)} ids; at most {MAX_EXCLUDE}")
         bound = list_binding(route, tenant, subject, agent, shared_only, question, sorted(exclude), fill)
-        after = None if cursor is None else _cursor_key(decode_cursor(self._cursors, cursor, bound, 4)[1])
+        after = None if cursor is None else _cursor_key(decode_cursor(self._cursors, cursor, bound, 6)[1])
+        texts = [question, *clauses(question)]
         if self._embedder is not None and question.strip():
-            # the question's vector is computed (or found in the cache) while the facts load
-            pool, vector = await asyncio.gather(
-                self.pool(tenant, subject, agent, shared_only=shared_only), self._question(question)
+            # the question's vectors are computed (or found in the cache) while the facts load
+            pool, vectors = await asyncio.gather(
+                self.pool(tenant, subject, agent, shared_only=shared_only),
+                asyncio.gather(*(self._question(text) for text in texts)),
             )
-            similarity = None if vector is None else await self._similarity(pool, vector)
+            parts = await self._parts(pool, texts, vectors)
         else:
-            pool, similarity = await self.pool(tenant, subject, agent, shared_only=shared_only), None
-        ranked = rank(pool, question, self._recall, similarity)
+            pool = await self.pool(tenant, subject, agent, shared_only=shared_only)
+            parts = [(text, None) for text in texts]
+        scored = combined(pool, parts, self._recall)
+        if not self._recall.strict:
+            hits, last = page(offer(pool, scored, self._recall), limit=limit, exclude=exclude, after=after)
+            return RecallPage(hits, None if last is None else encode_cursor(self._cursors, bound, 0, list(last)))
+        ranked = [hit for hit in scored if hit.bears]
         hits, last = page(ranked, limit=limit, exclude=exclude, after=after)
         if fill and after is None and len(hits) < limit:
             taken = {hit.fact.fact_id for hit in ranked} | set(exclude)
@@ -390,7 +410,7 @@ class Memory:
         limit: int | None = None,
         cursor: str | None = None,
     ) -> RecallPage:
-        """The facts the query finds, best first; never the newest ones in place of a match."""
+        """The facts the query finds, as recall gives them (the strict policy: only those that bear)."""
         return await self.recall(tenant, subject, query, agent, limit=limit, cursor=cursor, route="facts")
 
     async def _question(self, question: str) -> list[float] | None:
@@ -401,9 +421,24 @@ class Memory:
             log.warning("recall ranks by words alone: %s", exc)
             return None
 
-    async def _similarity(self, pool: Sequence[Candidate], question: Sequence[float]) -> dict[str, float] | None:
-        """Cosine of the question with each candidate that has (or gets now) this model's vector; None
-        when the model fails (then recall ranks by words alone, and nothing is lost)."""
+    async def _parts(
+        self, pool: Sequence[Candidate], texts: Sequence[str], vectors: Sequence[list[float] | None]
+    ) -> list[Part]:
+        """Each text (the question and its clauses) with its cosines; by words alone where a vector is missing."""
+        found = [vector for vector in vectors if vector is not None]
+        facts = await self._fact_vectors(pool) if found else None
+        if facts is None:
+            return [(text, None) for text in texts]
+        ids = [fact_id for fact_id, _ in facts]
+        matrix = [vector for _, vector in facts]
+        return [
+            (text, None if vector is None else dict(zip(ids, _cosines(vector, matrix), strict=True)))
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
+
+    async def _fact_vectors(self, pool: Sequence[Candidate]) -> list[tuple[str, list[float]]] | None:
+        """Each candidate that has (or gets now) this model's vector; None when the model fails (then
+        recall ranks by words alone, and nothing is lost)."""
         assert self._embedder is not None
         name = self._embedder.name
         stale = [fact for fact, _ in pool if fact.vector_model != name][:MAX_STALE_AT_READ]
@@ -413,13 +448,11 @@ class Memory:
             log.warning("recall ranks by words alone: %s", exc)
             return None
         fresh = {fact.fact_id: vector for fact, vector in zip(stale, vectors, strict=True)}
-        scored = [
+        return [
             (fact.fact_id, fresh.get(fact.fact_id) or list(fact.vector))
             for fact, _ in pool
             if fact.fact_id in fresh or fact.vector_model == name
         ]
-        values = _cosines(question, [vector for _, vector in scored])
-        return {fact_id: value for (fact_id, _), value in zip(scored, values, strict=True)}
 
     async def run_tool(
         self,

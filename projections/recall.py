@@ -5,12 +5,14 @@ tenant's knowledge. Each is scored by two signals:
 
 - lexical: the share of the question's words (weighted by how rare they are among the candidates,
   as BM25's idf weighs them) that the fact contains, after the token index's folding: case, accents,
-  Snowball stems (projections/words.py), dotted and plural acronyms ("A.I." finds "AI", "PRs" finds "PR");
+  plurals, dotted and plural acronyms ("A.I." finds "AI", "PRs" finds "PR");
 - semantic: the cosine of the question's and the fact's embeddings, when a model is configured.
 
-The two are fused by a logistic model fitted on the evaluation set (bench/calibrate_recall.py), so a
-score is an estimate of the probability that the fact bears on the question: comparable across
-questions, with one floor below which nothing is claimed. An exact word still wins over a vague
+The two are fused by a logistic model fitted on part of the evaluation sets (bench/calibrate_recall.py),
+so a score is an estimate of the probability that the fact bears on the question: comparable across
+questions, with one floor at and above which a fact is labelled as bearing on it. The floor labels;
+it does not withhold: the agent is given the best `limit` facts it may see (`offer`), those that bear
+first, unless the policy is strict. An exact word still wins over a vague
 paraphrase (the lexical weight adds to the cosine), and a paraphrase sharing no word is found by the
 cosine alone.
 """
@@ -18,12 +20,13 @@ cosine alone.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from projections.facts import Fact, SubjectFacts
-from projections.words import index_terms
+from projections.words import STOP_WORDS, index_terms, words
 
 SUBJECT = "subject"  # a fact about the subject
 TENANT = "tenant"  # the tenant's knowledge, recalled for every subject
@@ -52,18 +55,26 @@ class Calibration:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-# Fitted by bench/calibrate_recall.py on tests/fixtures/recall_eval.json and recall_heldout.json with
-# all-MiniLM-L6-v2 (semantic) and with no model (lexical); see the README's "How recall ranks".
-SEMANTIC = Calibration(cosine=10.773, lexical=1.299, cosine_gap=16.817, lexical_gap=2.301, bias=-3.909)
-LEXICAL = Calibration(cosine=0.0, lexical=10.754, cosine_gap=0.0, lexical_gap=6.792, bias=-3.199)
+# Fitted by bench/calibrate_recall.py on the tenants of bench/recall_eval.FIT_TENANTS (recall_eval.json
+# and one tenant of recall_heldout.json) with all-MiniLM-L6-v2 (semantic) and with no model (lexical);
+# reported on the other tenants only (docs/backend/facts.md, "How recall ranks").
+SEMANTIC = Calibration(cosine=11.793, lexical=0.038, cosine_gap=19.836, lexical_gap=2.195, bias=-3.573)
+LEXICAL = Calibration(cosine=0.0, lexical=9.849, cosine_gap=0.0, lexical_gap=7.174, bias=-2.985)
 
 
 @dataclass(frozen=True)
 class RecallPolicy:
     limit: int = 5  # seed 003: "The best handful go into the prompt"
-    floor: float = 0.3  # a fact scored below this probability is not claimed to bear on the question
+    floor: float = 0.5  # a fact scored at or above this probability is labelled as bearing on the question
+    near: float = 0.05  # below this a score says nothing: such facts come newest first, as "recent"
+    vague: float = 0.15  # when no fact scores this much, the question matched nothing: the newest facts
+    strict: bool = False  # only facts that bear on the question (MEMLOG_RECALL_STRICT); none when none does
     semantic: Calibration = SEMANTIC
     lexical: Calibration = LEXICAL
+
+
+# A recalled fact's place: bearing on the question, then the others by score, then the newest others.
+BEARS, NEAR, NEWEST = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -72,10 +83,27 @@ class Recalled:
     score: float  # the estimated probability that it bears on the question; 0 for a "recent" fill-in
     how: str  # keyword (a word matched, no model) | similarity (meaning only) | both | recent
     belongs_to: str = SUBJECT  # subject | tenant
+    bears: bool = False  # its score is at or above the floor
+    leads: bool = False  # the best fact for one clause of a compound question
 
-    def key(self) -> tuple[float, int, str, str]:
-        """Best first: score, then the newest, then a stable order."""
-        return (-self.score, -self.fact.updated_at, self.belongs_to, self.fact.fact_id)
+    @property
+    def tier(self) -> int:
+        return BEARS if self.bears or self.leads else NEWEST if self.how == "recent" else NEAR
+
+    def key(self) -> PageKey:
+        """Best first: bearing (a clause's best first), then scored, then recent; by score, then the
+        newest, then a stable order."""
+        return (
+            self.tier,
+            0 if self.leads else 1,
+            -self.score,
+            -self.fact.updated_at,
+            self.belongs_to,
+            self.fact.fact_id,
+        )
+
+
+PageKey = tuple[int, int, float, int, str, str]
 
 
 Candidate = tuple[Fact, str]  # a fact and whom it belongs to
@@ -132,14 +160,15 @@ def lexical_score(fact_terms: Iterable[str], query: Sequence[str], rarity: Rarit
     return sum(rarity(term) for term in distinct if term in have) / total
 
 
-def rank(
+def score(
     pool: Sequence[Candidate],
     question: str,
     policy: RecallPolicy,
     similarity: Mapping[str, float] | None = None,
 ) -> list[Recalled]:
-    """Every candidate at or above the floor, best first. `similarity`: fact id -> cosine, from the
-    configured model; a fact missing from it (no vector yet) is scored by its words alone."""
+    """Every candidate scored, best first, each labelled `bears` at or above the floor. `similarity`:
+    fact id -> cosine, from the configured model; a fact missing from it (no vector yet) is scored by
+    its words alone. A question with no words and no vector scores nothing: an empty list."""
     query = index_terms(question)
     if not query and not similarity:
         return []
@@ -148,34 +177,85 @@ def rank(
     cosines = [None if similarity is None else similarity.get(fact.fact_id) for fact, _ in pool]
     best_lexical = max(lexical, default=0.0)
     best_cosine = max((value for value in cosines if value is not None), default=0.0)
-    ranked = []
-    for (fact, origin), words, cosine in zip(pool, lexical, cosines, strict=True):
+    scored = []
+    for (fact, origin), matched, cosine in zip(pool, lexical, cosines, strict=True):
         if cosine is None:
-            score, how = policy.lexical.probability(0.0, words, 0.0, best_lexical), "keyword"
+            value, how = policy.lexical.probability(0.0, matched, 0.0, best_lexical), "keyword"
         else:
             # the meaning's estimate, unless the words alone make a surer one: an exact term still wins
-            score = max(
-                policy.semantic.probability(cosine, words, best_cosine, best_lexical),
-                policy.lexical.probability(0.0, words, 0.0, best_lexical),
+            value = max(
+                policy.semantic.probability(cosine, matched, best_cosine, best_lexical),
+                policy.lexical.probability(0.0, matched, 0.0, best_lexical),
             )
-            how = "both" if words > 0 else "similarity"
-        if score >= policy.floor:
-            ranked.append(Recalled(fact, score, how, origin))
-    ranked.sort(key=Recalled.key)
-    return ranked
+            how = "both" if matched > 0 else "similarity"
+        scored.append(Recalled(fact, value, how, origin, value >= policy.floor))
+    scored.sort(key=Recalled.key)
+    return scored
+
+
+Part = tuple[str, Mapping[str, float] | None]  # a question or one of its clauses, and its cosines
+
+
+def combined(pool: Sequence[Candidate], parts: Sequence[Part], policy: RecallPolicy) -> list[Recalled]:
+    """The candidates scored against a question and its clauses (`parts`, the whole question first):
+    each fact keeps its best score over the parts, and each clause's best fact stands among the first,
+    so a compound question ("when does the guild meet and what do I owe?") is answered in every part."""
+    rankings = [score(pool, text, policy, similarity) for text, similarity in parts]
+    best: dict[str, Recalled] = {}
+    for ranking in rankings:
+        for hit in ranking:
+            held = best.get(hit.fact.fact_id)
+            if held is None or hit.score > held.score:
+                best[hit.fact.fact_id] = hit
+    if len(rankings) > 2:  # the whole question and two clauses or more: each clause's best leads
+        for ranking in rankings[1:]:
+            if ranking:
+                best[ranking[0].fact.fact_id] = replace(best[ranking[0].fact.fact_id], leads=True)
+    return sorted(best.values(), key=Recalled.key)
+
+
+def rank(
+    pool: Sequence[Candidate],
+    question: str,
+    policy: RecallPolicy,
+    similarity: Mapping[str, float] | None = None,
+) -> list[Recalled]:
+    """Only the candidates that bear on the question, best first (the strict recall)."""
+    return [hit for hit in score(pool, question, policy, similarity) if hit.bears]
+
+
+def offer(pool: Sequence[Candidate], scored: Sequence[Recalled], policy: RecallPolicy) -> list[Recalled]:
+    """What the agent is given, in order: the facts that bear on the question; then the others the
+    model scores at or above `near`; then every other candidate, newest first, marked "recent" (all of
+    them so when none scores `vague` or more: a vague question, "what did I tell you before?"). Each
+    candidate once: nothing the asker may see is left out (seed 003: never nothing when facts exist)."""
+    if max((hit.score for hit in scored), default=0.0) < policy.vague:
+        return recent(pool, len(pool))
+    kept = [hit for hit in scored if hit.tier == BEARS or hit.score >= policy.near]
+    return kept + recent(pool, len(pool), (hit.fact.fact_id for hit in kept))
+
+
+CLAUSE = re.compile(r"\?|;|,?\s+(?:and also|and then|and|also|plus)\s+", re.IGNORECASE)
+MAX_CLAUSES = 3
+
+
+def clauses(question: str) -> list[str]:
+    """The parts of a compound question, each with a word that is not a stop word; [] for a question
+    of one part. "When does the guild meet and what do I owe?" -> ["When does the guild meet",
+    "what do I owe"]."""
+    found = [part.strip() for part in CLAUSE.split(question)]
+    found = [part for part in found if any(word not in STOP_WORDS for word in words(part))]
+    return found[:MAX_CLAUSES] if len(found) > 1 else []
 
 
 def recent(pool: Sequence[Candidate], limit: int, exclude: Iterable[str] = ()) -> list[Recalled]:
-    """The newest facts, marked as such: a fill-in only a caller asks for (`fill=recent`)."""
+    """The newest facts, marked as such ("recent"), skipping those in `exclude`."""
     skip = set(exclude)
     newest = sorted(
         (candidate for candidate in pool if candidate[0].fact_id not in skip),
         key=lambda candidate: (-candidate[0].updated_at, candidate[1], candidate[0].fact_id),
     )
     return [Recalled(fact, 0.0, "recent", origin) for fact, origin in newest[:limit]]
-
-
-PageKey = tuple[float, int, str, str]
 
 
 def page(
@@ -195,13 +275,21 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def render(hits: Sequence[Recalled]) -> str:
-    """The facts as lines for the prompt; says so when nothing bears on the question."""
+def render(hits: Sequence[Recalled], subject: str | None = None) -> str:
+    """The facts as lines for the prompt: those that bear on the question, then, plainly apart, the
+    other facts held, not matched to it."""
     if not hits:
         return "(nothing memlog keeps bears on this question)\n"
-    lines = []
-    for hit in hits:
-        mark = " (recent, not matched to the question)" if hit.how == "recent" else ""
-        whose = "[tenant] " if hit.belongs_to == TENANT else ""
-        lines.append(f"- {whose}{hit.fact.text}{mark}\n")
+    bearing = [hit for hit in hits if hit.bears]
+    others = [hit for hit in hits if not hit.bears]
+    lines = [_line(hit) for hit in bearing] or ["(nothing memlog keeps bears on this question)\n"]
+    if others:
+        whom = "the tenant" if subject is None else subject
+        lines.append(f"Other facts you hold about {whom}, not matched to the question:\n")
+        lines += [_line(hit) for hit in others]
     return "".join(lines)
+
+
+def _line(hit: Recalled) -> str:
+    whose = "[tenant] " if hit.belongs_to == TENANT else ""
+    return f"- {whose}{hit.fact.text}\n"

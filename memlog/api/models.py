@@ -203,13 +203,20 @@ class Context(BaseModel):
     owner: str
     summary: str
     exchanges: list[ExchangeOut]
-    facts: list[FactOut] = Field(description="The lasting facts that bear on the question (seed 003).")
+    facts: list[FactOut] = Field(
+        description="The best MEMLOG_RECALL_LIMIT lasting facts for the question (seed 003): those that bear on it "
+        "first (bears), then the others held, not matched to it."
+    )
     tokens: int = Field(description="Tokens the thread holds (exchanges and summary), counted with tiktoken.")
     fold_at_tokens: int
     tokens_to_fold: int = Field(description="How far the thread is from the next fold, in tokens.")
     exchanges_to_fold: int = Field(description="How far the thread is from the next fold, in exchanges.")
     rendered: str = Field(description="The context as one text; between folds it only grows at the end.")
-    rendered_facts: str = Field(default="", description="The facts as lines, to put under a heading of their own.")
+    rendered_facts: str = Field(
+        default="",
+        description="The facts as lines, to put under a heading of their own: those that bear on the question, "
+        "then a line 'Other facts you hold about <subject>, not matched to the question:' and the others.",
+    )
     summary_notice: SummaryNotice | None = Field(
         default=None,
         description="The summary's loss notice, also shown once in `rendered` at the summary; "
@@ -267,8 +274,13 @@ class FactOut(BaseModel):
     )
     how: str | None = Field(
         default=None,
-        description="keyword (a word matched; no model), similarity (meaning only), both, or recent (a fill-in "
-        "asked for with fill=recent, not matched to the question).",
+        description="keyword (a word matched; no model), similarity (meaning only), both, or recent (one of the "
+        "newest facts, given after those the question matched).",
+    )
+    bears: bool | None = Field(
+        default=None,
+        description="True when the score is at or above MEMLOG_RECALL_FLOOR: the fact bears on the question. The "
+        "others are given after those that do, as facts held but not matched to the question.",
     )
     belongs_to: Literal["subject", "tenant"] = Field(
         default="subject", description="subject: a fact about the subject; tenant: the tenant's knowledge."

@@ -55,10 +55,19 @@ async def facts(http: httpx.AsyncClient, subject: str, after: str | None = None,
 async def recalled(
     http: httpx.AsyncClient, subject: str, question: str, agent: str, after: str | None = None, tenant: str = "castle"
 ) -> list[str]:
+    """The facts that bear on the question (labelled `bears`); the others given after them are left out."""
+    return [fact["text"] for fact in await received(http, subject, question, agent, after, tenant) if fact["bears"]]
+
+
+async def received(
+    http: httpx.AsyncClient, subject: str, question: str, agent: str, after: str | None = None, tenant: str = "castle"
+) -> list[dict[str, Any]]:
+    """Every fact the context read gives, bearing or not."""
     params = {"question": question, "agent": agent, **({"after": after} if after else {})}
     response = await http.get(f"/v1/tenants/{tenant}/subjects/{subject}/context", params=params)
     assert response.status_code == 200, response.text
-    return [fact["text"] for fact in response.json()["facts"]]
+    found: list[dict[str, Any]] = response.json()["facts"]
+    return found
 
 
 async def test_a_shared_fact_is_recalled_by_every_agent_and_an_agent_scoped_one_only_by_its_own(
@@ -247,23 +256,65 @@ async def test_the_agents_tools_are_published_and_run(http: httpx.AsyncClient) -
     assert bad.status_code == 422 and "colour" in bad.text
 
 
-async def test_recall_finds_ai_claims_nothing_unrelated_and_fills_with_recent_only_when_asked(
-    http: httpx.AsyncClient,
-) -> None:
+async def test_recall_finds_ai_and_gives_the_others_after_it_labelled_not_matched(http: httpx.AsyncClient) -> None:
     await remember(http, "kim", "AI")
     await remember(http, "kim", "my favourite colour is green")
     last = await remember(http, "kim", "I build castles out of sandstone")
-    assert await recalled(http, "kim", "what did I say about A.I.?", "any", last["position"]) == ["AI"]
-    unrelated = (
-        await http.get("/v1/tenants/castle/subjects/kim/context", params={"question": "zzz xyzzy", "agent": "any"})
-    ).json()
-    assert unrelated["facts"] == [] and "nothing" in unrelated["rendered_facts"]
-    params = {"question": "zzz xyzzy", "agent": "any", "fill": "recent"}
-    filled = (await http.get("/v1/tenants/castle/subjects/kim/context", params=params)).json()
-    assert filled["facts"][0]["text"] == "I build castles out of sandstone" and len(filled["facts"]) == 3
-    assert {f["how"] for f in filled["facts"]} == {"recent"} and "recent" in filled["rendered_facts"]
+    given = await received(http, "kim", "what did I say about A.I.?", "any", last["position"])
+    assert (given[0]["text"], given[0]["bears"]) == ("AI", True)
+    assert [(f["text"], f["bears"]) for f in given[1:]] == [
+        ("I build castles out of sandstone", False),
+        ("my favourite colour is green", False),
+    ]
+    context = (await http.get("/v1/tenants/castle/subjects/kim/context", params={"question": "zzz xyzzy"})).json()
+    assert context["facts"][0]["text"] == "I build castles out of sandstone"  # the newest first
+    assert {(f["how"], f["bears"]) for f in context["facts"]} == {("recent", False)} and len(context["facts"]) == 3
+    assert context["rendered_facts"] == (
+        "(nothing memlog keeps bears on this question)\n"
+        "Other facts you hold about kim, not matched to the question:\n"
+        "- I build castles out of sandstone\n- my favourite colour is green\n- AI\n"
+    )
     searched = await facts(http, "kim", q="colour")
-    assert [f["text"] for f in searched] == ["my favourite colour is green"]
+    assert (searched[0]["text"], searched[0]["bears"]) == ("my favourite colour is green", True)
+
+
+async def test_a_vague_question_or_none_gets_the_newest_facts(http: httpx.AsyncClient) -> None:
+    for text in ("my farm is at 300 70 40", "I like short answers", "my dog is called Rex"):
+        last = await remember(http, "ula", text)
+    for question in ("what did I tell you before?", None):
+        params = {"agent": "any", "after": last["position"], **({"question": question} if question else {})}
+        context = (await http.get("/v1/tenants/castle/subjects/ula/context", params=params)).json()
+        assert [f["text"] for f in context["facts"]] == [
+            "my dog is called Rex",
+            "I like short answers",
+            "my farm is at 300 70 40",
+        ], question
+        assert not any(f["bears"] for f in context["facts"]) and "not matched" in context["rendered_facts"]
+
+
+async def test_the_strict_setting_gives_only_the_facts_that_bear_on_the_question(
+    http: httpx.AsyncClient, live: Settings
+) -> None:
+    await remember(http, "vic", "my boat is moored at the north pier")
+    last = await remember(http, "vic", "I collect old maps")
+    await facts(http, "vic", last["position"])
+    strict = live.model_copy(update={"api_port": free_port(), "recall_strict": True})
+    api = await asyncio.to_thread(start_api, strict, LOGS)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{strict.api_port}", timeout=60) as other:
+            found = await received(other, "vic", "where is my boat?", "any")
+            unrelated = await received(other, "vic", "zzz xyzzy", "any")
+            none_asked = (await other.get("/v1/tenants/castle/subjects/vic/context")).json()
+            filled = await other.get(
+                "/v1/tenants/castle/subjects/vic/context", params={"question": "zzz xyzzy", "fill": "recent"}
+            )
+    finally:
+        api.stop()
+    assert [(f["text"], f["bears"]) for f in found] == [("my boat is moored at the north pier", True)]
+    assert unrelated == [] and none_asked["facts"] == []
+    newest = filled.json()["facts"][0]
+    assert (newest["text"], newest["how"]) == ("I collect old maps", "recent")
+    assert len(await received(http, "vic", "zzz xyzzy", "any")) == 2  # the default gives them all
 
 
 async def test_the_tools_are_served_over_mcp(http: httpx.AsyncClient, live: Settings) -> None:
@@ -287,9 +338,18 @@ async def test_the_tools_are_served_over_mcp(http: httpx.AsyncClient, live: Sett
         assert [(f["text"], f["agent"], f["scope"]) for f in found] == [
             ("mia's farm is at 300 70 40", "allay", "agent")
         ]
+        await remember(http, "mia", "mia's cat is called Tom", agent="allay")
+        shared = await remember(http, "mia", "mia likes rain", scope="shared")
+        await facts(http, "mia", shared["position"])
         hits = await session.call_tool("recall", {"tenant": "castle", "subject": "mia", "query": "where is my farm?"})
         assert hits.structured_content is not None
-        assert [h["text"] for h in hits.structured_content["facts"]] == ["mia's farm is at 300 70 40"]
+        over_mcp = [(h["text"], h["bears"], h["how"]) for h in hits.structured_content["facts"]]
+        assert over_mcp[0] == ("mia's farm is at 300 70 40", True, "keyword") and len(over_mcp) == 3
+        over_http = await http.post(
+            "/v1/tenants/castle/subjects/mia/agents/allay/tools/recall",
+            json={"arguments": {"query": "where is my farm?"}},
+        )
+        assert [(h["text"], h["bears"], h["how"]) for h in over_http.json()["facts"]] == over_mcp
         # with an exchange id the call renders in that exchange's transcript
         asked = await http.post(
             "/v1/exchanges",

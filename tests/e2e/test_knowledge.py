@@ -35,6 +35,11 @@ def live(stack: Settings) -> Iterator[Settings]:
         yield settings
 
 
+def bearing(read: dict[str, Any]) -> list[dict[str, Any]]:
+    """The facts of a read labelled as bearing on its question."""
+    return [fact for fact in read["facts"] if fact["bears"]]
+
+
 @pytest.fixture
 async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
@@ -66,16 +71,19 @@ async def test_tenant_knowledge_is_recalled_for_every_subject_as_scoped(http: ht
     wait = {"after": f"{rule['position']},{own['position']}", "wait": 30}
     for subject in ("ann", "bob"):
         read = await context(http, T, subject, question="is keep-inventory on in the nether?", agent="helper", **wait)
-        assert [(f["text"], f["belongs_to"]) for f in read["facts"]] == [
+        assert [(f["text"], f["belongs_to"]) for f in bearing(read)] == [
             ("keep-inventory is on in the nether", "tenant")
         ]
         assert "[tenant] keep-inventory is on in the nether" in read["rendered_facts"]
     question = "how many blocks may the builder bot place?"
-    assert [f["fact_id"] for f in (await context(http, T, "ann", question=question, agent="builder"))["facts"]] == [
+    assert [f["fact_id"] for f in bearing(await context(http, T, "ann", question=question, agent="builder"))] == [
         own["fact_id"]
     ]
-    assert (await context(http, T, "ann", question=question, agent="helper"))["facts"] == []
-    assert (await context(http, T, "ann", question=question))["facts"] == []  # no agent named: shared only
+    # the others are given, not labelled bears; never another agent's own fact
+    helper = (await context(http, T, "ann", question=question, agent="helper"))["facts"]
+    assert own["fact_id"] not in {f["fact_id"] for f in helper} and not any(f["bears"] for f in helper)
+    nobody = (await context(http, T, "ann", question=question))["facts"]  # no agent named: shared only
+    assert own["fact_id"] not in {f["fact_id"] for f in nobody} and rule["fact_id"] in {f["fact_id"] for f in nobody}
     # another tenant never sees it
     assert (await context(http, "elsewhere", "ann", question="keep-inventory nether", agent="helper"))["facts"] == []
     listed = (await http.get(f"/v1/tenants/{T}/facts")).json()
@@ -152,7 +160,7 @@ async def test_an_agent_saves_tenant_knowledge_only_where_the_tenant_allows_it(h
     read = await context(
         http, T, "fay", question="when does the spawn shop open?", agent="miner", after=allowed.json()["position"]
     )
-    assert [(f["text"], f["belongs_to"]) for f in read["facts"]] == [("the spawn shop opens at noon", "tenant")]
+    assert [(f["text"], f["belongs_to"]) for f in bearing(read)] == [("the spawn shop opens at noon", "tenant")]
 
 
 async def test_the_recall_tool_and_search_go_further_with_limit_exclude_and_a_cursor(

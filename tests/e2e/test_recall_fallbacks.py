@@ -196,12 +196,13 @@ async def listed(http: httpx.AsyncClient, subject: str, after: str) -> list[str]
 
 
 async def recalled(http: httpx.AsyncClient, subject: str, question: str) -> list[tuple[str, str]]:
-    """The context read's facts as (text, how); the read must answer 200 whatever the embedder does."""
+    """The context read's facts that bear on the question as (text, how); the read must answer 200
+    whatever the embedder does (the others it gives, not matched, are left out here)."""
     response = await http.get(
         f"/v1/tenants/{TENANT}/subjects/{subject}/context", params={"question": question, "agent": "allay"}
     )
     assert response.status_code == 200, response.text
-    return [(fact["text"], fact["how"]) for fact in response.json()["facts"]]
+    return [(fact["text"], fact["how"]) for fact in response.json()["facts"] if fact["bears"]]
 
 
 async def stored(settings: Settings, subject: str) -> SubjectFacts:

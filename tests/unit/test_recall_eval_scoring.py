@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.recall_eval import fact_table, judge, restricted_to_subjects, score
+from bench.recall_eval import compound_questions, fact_table, judge, restricted_to_subjects, score
 
 DATA = json.loads((Path(__file__).parents[1] / "fixtures" / "recall_heldout.json").read_text())
 FACTS = fact_table(DATA)
@@ -58,3 +58,18 @@ def test_subject_only_drops_tenant_facts_and_the_questions_that_need_them() -> N
     assert not any(q["kind"] == "tenant" for q in kept)
     assert all(not any(".T" in i for i in q["expected"] + q["forbidden"]) for q in kept)
     assert len(kept) < len(DATA["questions"])
+
+
+def test_nothing_claimed_reads_the_bears_labels_and_a_compound_question_needs_both_parts() -> None:
+    q = question(kind="unanswerable")
+    assert judge(q, ["bh.kes.02"], FACTS, bearing=[])["nothing_claimed"]
+    assert not judge(q, ["bh.kes.02"], FACTS, bearing=["bh.kes.02"])["nothing_claimed"]
+    both = question(expected=["bh.kes.01", "bh.kes.02"], every=True)
+    assert judge(both, ["bh.kes.02", "bh.kes.01"], FACTS)["hit"]
+    assert not judge(both, ["bh.kes.02", "bh.kes.03"], FACTS)["hit"]
+
+
+def test_compound_questions_join_two_of_a_subjects_questions() -> None:
+    made = compound_questions(DATA)
+    assert made and all(q["kind"] == "compound" and q["every"] and len(q["expected"]) == 2 for q in made)
+    assert all(" and " in q["text"] and q["expected"][0] != q["expected"][1] for q in made)

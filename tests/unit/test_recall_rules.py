@@ -1,5 +1,6 @@
-"""Recall's pure rules: the subject's facts and the tenant's knowledge ranked together, the floor,
-the fill-in only when asked, exclusion and paging."""
+"""Recall's pure rules: the subject's facts and the tenant's knowledge ranked together, the floor as a
+label, the best `limit` always given (bearing first, then the others), vague and compound questions,
+the rendered groups, exclusion and paging."""
 
 from __future__ import annotations
 
@@ -7,7 +8,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.facts import Fact, SubjectFacts
-from projections.recall import SUBJECT, TENANT, Recalled, RecallPolicy, candidates, page, rank, recent, render
+from projections.recall import (
+    SUBJECT,
+    TENANT,
+    Recalled,
+    RecallPolicy,
+    candidates,
+    clauses,
+    combined,
+    offer,
+    page,
+    rank,
+    recent,
+    render,
+    score,
+)
 from projections.words import index_terms
 
 T0 = 1_795_000_000_000
@@ -85,8 +100,66 @@ def test_recent_fill_ins_are_marked_and_skip_what_was_matched() -> None:
     pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
     fill = recent(pool, 2, exclude={"s2"})
     assert [h.how for h in fill] == ["recent", "recent"] and "s2" not in {h.fact.fact_id for h in fill}
-    assert "(recent, not matched to the question)" in render(fill)
-    assert render([Recalled(KNOWLEDGE.facts[0], 0.9, "keyword", TENANT)]).startswith("- [tenant] keep-inventory")
+    assert "Other facts you hold about kim, not matched to the question:\n- " in render(fill, "kim")
+    bearing = Recalled(KNOWLEDGE.facts[0], 0.9, "keyword", TENANT, bears=True)
+    assert render([bearing], "kim") == "- [tenant] keep-inventory is on in the nether\n"
+
+
+def test_the_agent_gets_the_best_facts_whatever_their_score_those_that_bear_first() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    similarity = {"s1": 0.62, "s2": 0.48, "s3": 0.05, "k1": 0.12, "k2": 0.08}
+    scored = score(pool, "I got lost, how do I find my way home?", RecallPolicy(), similarity)
+    given = offer(pool, scored, RecallPolicy())
+    assert sorted(h.fact.fact_id for h in given) == sorted(f.fact_id for f, _ in pool)  # each once, none left out
+    assert [(h.fact.fact_id, h.bears) for h in given[:2]] == [("s1", True), ("s2", False)]
+    assert given[1].how == "similarity" and 0 < given[1].score < RecallPolicy().floor
+    assert given[-1].how == "recent" and given[-1].score == 0.0  # scored below `near`: by age, as recent
+    rendered = render(given[:3], "kim")
+    bearing, others = rendered.split("Other facts you hold about kim, not matched to the question:\n")
+    assert bearing == "- my base is at 100 64 -20\n" and others.startswith("- I keep my spare diamonds")
+    assert rank(pool, "I got lost, how do I find my way home?", RecallPolicy(), similarity) == given[:1]
+
+
+def test_a_vague_question_gets_the_newest_facts_labelled_not_matched() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    similarity = {"s1": 0.11, "s2": 0.12, "s3": 0.1, "k1": 0.09, "k2": 0.13}  # the model finds nothing
+    given = offer(pool, score(pool, "what did I tell you before?", RecallPolicy(), similarity), RecallPolicy())
+    assert [h.fact.fact_id for h in given[:3]] == ["s3", "s2", "k2"]  # newest first
+    assert not any(h.bears for h in given) and {h.how for h in given} == {"recent"}
+    assert render(given, "kim").startswith("(nothing memlog keeps bears on this question)\nOther facts you hold")
+    assert [h.fact.fact_id for h in offer(pool, [], RecallPolicy())][:1] == ["s3"]  # no question at all
+
+
+@given(
+    st.lists(st.text(alphabet="abc xyz", max_size=12), min_size=1, max_size=8),
+    st.text(alphabet="abc xyz?", max_size=20),
+    st.booleans(),
+)
+def test_recall_is_never_empty_while_the_asker_may_see_a_fact(texts: list[str], question: str, model: bool) -> None:
+    facts = tuple(fact(f"f{n}", text or "x", at=T0 + n) for n, text in enumerate(texts))
+    pool = candidates(SubjectFacts(facts, T0, ALIVE), None, agent=None, now_ms=T0)
+    similarity = {f.fact_id: (hash(f.text) % 100) / 100 for f in facts} if model else None
+    policy = RecallPolicy()
+    given = offer(pool, score(pool, question, policy, similarity), policy)
+    assert len(given) == len(pool) and {h.fact.fact_id for h in given} == {f.fact_id for f in facts}
+    assert page(given, limit=5)[0]
+
+
+def test_a_compound_question_is_answered_in_each_part() -> None:
+    pool = candidates(SUBJECT_FACTS, KNOWLEDGE, agent=None, now_ms=T0)
+    question = "where are my gems and how often is the world saved?"  # no word shared: the model alone
+    assert clauses(question) == ["where are my gems", "how often is the world saved"]
+    assert clauses("where are my diamonds?") == [] and clauses("salt and") == []
+    whole = {"s1": 0.2, "s2": 0.55, "s3": 0.1, "k1": 0.5, "k2": 0.3}
+    parts = [
+        (question, whole),
+        ("where are my diamonds", {"s1": 0.2, "s2": 0.7, "s3": 0.1, "k1": 0.3, "k2": 0.05}),
+        ("how often are backups taken", {"s1": 0.1, "s2": 0.05, "s3": 0.1, "k1": 0.2, "k2": 0.75}),
+    ]
+    first_two = {h.fact.fact_id for h in combined(pool, parts, RecallPolicy())[:2]}
+    assert first_two == {"s2", "k2"}
+    alone = [h.fact.fact_id for h in combined(pool, [(question, whole)], RecallPolicy())]
+    assert alone[:2] == ["s2", "k1"]  # the whole question alone would bring its best-matching part
 
 
 @given(st.integers(1, 7), st.sets(st.sampled_from([f"f{n}" for n in range(20)]), max_size=6))

@@ -33,12 +33,13 @@ async def context(
     ),
     fill: Literal["recent"] | None = Query(
         default=None,
-        description="recent: when fewer facts than the limit bear on the question, the newest others after "
-        "them, marked how=recent. Without it, only facts that bear on the question (none when nothing does).",
+        description="With MEMLOG_RECALL_STRICT only (otherwise the others are always given): recent: when fewer "
+        "facts than the limit bear on the question, the newest others after them, marked how=recent.",
     ),
 ) -> Response:
-    """The subject's session and the facts that bear on the question (the subject's and the tenant's
-    knowledge), ready to put before the model. With an `ETag`: `If-None-Match` naming it answers 304."""
+    """The subject's session and the best facts for the question (the subject's and the tenant's
+    knowledge, those that bear on it first), ready to put before the model. With an `ETag`:
+    `If-None-Match` naming it answers 304."""
     read = await services.contexts.ready_session(
         tenant, subject, question=question, agent=agent, after=after, wait=wait, fill=fill == "recent"
     )
