@@ -302,6 +302,25 @@ class Settings(BaseSettings):
         "pools (httpx: 5 s, proxies and load balancers: 60 s), so a request never meets a connection the "
         "API is closing.",
     )
+    api_header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A request whose line and headers are not complete this long after its first byte (the "
+        "connection's opening, for its first request) is answered 408 and closed: a slow client cannot hold "
+        "a connection.",
+    )
+    api_body_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="A body not complete this long after its headers is answered 408 and closed."
+    )
+    api_max_header_bytes: int = Field(
+        default=65_536, ge=1024, description="A request line and headers past this many bytes answer 431, unread."
+    )
+    api_connections_per_address: int = Field(
+        default=256,
+        ge=1,
+        description="Connections one client address may hold open at once; past it a new one is answered 503 "
+        "and closed. Behind a proxy every client has the proxy's address: set it to what the proxy opens.",
+    )
     api_allow_open: bool = Field(
         default=False, description="Serve the API with no credential on a non-loopback address (never in production)."
     )

@@ -50,6 +50,7 @@ def api(settings: Settings) -> int:
     import uvicorn
 
     from memlog.api import create_api
+    from memlog.api.connections import ConnectionLimits, guarded_protocol
     from streams.tracing import setup_tracing
 
     setup_tracing(settings, "api")
@@ -60,7 +61,16 @@ def api(settings: Settings) -> int:
         log_level="info",
         access_log=False,
         timeout_keep_alive=settings.api_keep_alive_seconds,  # uvicorn's 5 s met httpx's 5 s pool: ReadError
-        http="httptools",  # C parsers and event loop: about a third off each request (bench/context_read.py)
+        # httptools (C parsers and event loop: about a third off each request, bench/context_read.py), with
+        # the bounds on slow clients uvicorn lacks (memlog/api/connections.py)
+        http=guarded_protocol(
+            ConnectionLimits(
+                header_seconds=settings.api_header_timeout_seconds,
+                body_seconds=settings.api_body_timeout_seconds,
+                header_bytes=settings.api_max_header_bytes,
+                per_address=settings.api_connections_per_address,
+            )
+        ),
         loop="uvloop",
     )
     return 0
