@@ -10,6 +10,7 @@ that ran its read leaves `currentOp` (SecantusDB cannot stop a running command: 
 when the read ends, at the latest at MEMLOG_SEARCH_MAX_TIME_MS).
 
     python -m bench.search_bounds [--candidates N] [--out r.json]   # starts API and worker on the local stack
+    MEMLOG_BENCH_BOUNDS_EXCHANGES=300 python -m bench.search_bounds  # smaller
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -30,16 +32,22 @@ import httpx
 from pymongo import AsyncMongoClient
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
-EXCHANGES = 1200
+EXCHANGES = int(os.environ.get("MEMLOG_BENCH_BOUNDS_EXCHANGES", "1200"))
 BYTES = 22 * 1024
+VOCABULARY = 3000  # distinct words the texts draw from, Zipf-like: a 22 KB text holds about 1,000 of them
 ROUNDS = 7
 SYLLABLES = [a + b for a in "bdfgklmnprstvz" for b in ("a", "e", "i", "o", "u", "ar", "en", "il", "on", "us")]
 
 
-def text(rng: random.Random, rare: bool) -> str:
+def vocabulary(rng: random.Random) -> list[str]:
+    return sorted({"".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(VOCABULARY)})
+
+
+def text(rng: random.Random, words_of: list[str], rare: bool) -> str:
     words = ["lantern"] + (["zephyrine"] if rare else [])
+    weights = [1.0 / (rank + 1) for rank in range(len(words_of))]
     while sum(len(w) + 1 for w in words) < BYTES:
-        words.append("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+        words += rng.choices(words_of, weights, k=200)
     rng.shuffle(words)
     return " ".join(words)
 
@@ -52,6 +60,7 @@ async def timed(call: Callable[[], Awaitable[httpx.Response]]) -> tuple[float, h
 
 async def load(http: httpx.AsyncClient, tenant: str) -> None:
     rng = random.Random(7)
+    words_of = vocabulary(rng)
     bodies = [
         {
             "tenant": tenant,
@@ -59,7 +68,7 @@ async def load(http: httpx.AsyncClient, tenant: str) -> None:
             "agent": "bounds",
             "exchange_id": f"b{n}",
             "question": f"what did the ledger say on day {n}?",
-            "answer": text(rng, n in (300, 900)),
+            "answer": text(rng, words_of, n in (EXCHANGES // 4, 3 * EXCHANGES // 4)),
         }
         for n in range(EXCHANGES)
     ]
@@ -71,13 +80,19 @@ async def load(http: httpx.AsyncClient, tenant: str) -> None:
         async with gate:
             response = await http.post("/v1/exchanges", json=body)
             response.raise_for_status()
-            last = max(last, response.json()["position"])
+            position = response.json()["position"]
+            last = max(last, position, key=lambda p: int(p.rsplit(".", 1)[-1]) if p else -1)
 
-    await asyncio.gather(*(post(b) for b in bodies))
-    waited = await http.get(
-        f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": "x", "after": last, "wait": 600}
-    )
-    waited.raise_for_status()
+    await asyncio.gather(*(post(b) for b in bodies))  # one subject: one partition, so the last offset is the max
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:  # until the archive has applied the last exchange
+        waited = await http.get(
+            f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": "x", "after": last, "wait": 20}
+        )
+        if waited.status_code == 200:
+            return
+        await asyncio.sleep(1)
+    raise TimeoutError("the archive did not apply the exchanges in 900 s")
 
 
 async def with_health(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[Any, float]:

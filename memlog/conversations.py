@@ -168,7 +168,10 @@ class Conversations:
             )
         if documents is None:
             documents = await self.documents(tenant, thread, owner, candidates)
-        hits = rank(query, candidates, after=after, limit=limit + 1, documents=documents, group=group)
+        # off the event loop: scoring a thousand long exchanges takes a while, and /healthz must answer meanwhile
+        hits = await asyncio.to_thread(
+            rank, query, candidates, after=after, limit=limit + 1, documents=documents, group=group
+        )
         more = len(hits) > limit
         hits = hits[:limit]
         by_conversation: dict[ConversationRef, list[int]] = {}

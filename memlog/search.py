@@ -107,7 +107,9 @@ class CrossSearch:
         if documents is None:
             documents = await self._documents(tenant, found)
         candidates = [e for e in found if visible(e, marks, scope, since, until)]
-        hits = rank(query, candidates, after=after, limit=limit + 1, key=across_key, documents=documents, group=group)
+        hits = await asyncio.to_thread(  # off the event loop, as a thread's search scores
+            rank, query, candidates, after=after, limit=limit + 1, key=across_key, documents=documents, group=group
+        )
         more = len(hits) > limit
         hits = hits[:limit]
         nearby = await self._neighbours(hits, radius, marks, scope, agent, found) if radius else {}

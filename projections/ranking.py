@@ -69,12 +69,11 @@ def rank(
     for entry in candidates:
         units.setdefault(_unit(entry, group), {}).setdefault(entry.entry_id, entry)
     grouped = [sorted(held.values(), key=lambda e: e.seq) for held in units.values()]
-    read = relevance.terms_with_stops if asked.stop_only else relevance.terms
-    parts = [[read(e.text) for e in entries] for entries in grouped]
-    docs = [[t for part in own for t in part] for own in parts]
+    parts = [[relevance.bag(e.text, stops=asked.stop_only) for e in entries] for entries in grouped]
+    docs = [sum(own[1:], own[0]) for own in parts]
     wanted = set(asked.terms)
     frequency = relevance.frequencies(docs, wanted)
-    stats = relevance.Stats(max(documents or 0, len(docs)), sum(map(len, docs)) / max(1, len(docs)))
+    stats = relevance.Stats(max(documents or 0, len(docs)), sum(d.length for d in docs) / max(1, len(docs)))
     weights = {t: relevance.idf(stats.documents, frequency[t]) for t in wanted}
     hits = []
     for entries, own, doc in zip(grouped, parts, docs, strict=True):
@@ -90,22 +89,24 @@ def rank(
 def _hit(
     phrase: str,
     entries: list[Entry],
-    own: list[list[str]],
-    doc: list[str],
+    own: list[relevance.Bag],
+    doc: relevance.Bag,
     weights: Mapping[str, float],
     stats: relevance.Stats,
     key: Callable[[Match, Entry], Key],
 ) -> Hit | None:
     """One exchange's hit: a phrase match in any entry, or a content term anywhere; None otherwise."""
-    weigh = [sum(weights[t] for t in set(part) if t in weights) for part in own]
-    normals = [normal(e.text) for e in entries]
+    weigh = [sum(w for t, w in weights.items() if part.counts.get(t)) for part in own]
+    head = phrase.split(" ", 1)[0]  # a phrase is in an entry only if its first word is: skip the others cheaply
+    normals = [normal(e.text) if head in e.text.lower() else "" for e in entries]
     phrased = [i for i, normal in enumerate(normals) if phrase in normal]
     matching = [i for i, w in enumerate(weigh) if w > 0]
     if not phrased and not matching:
         return None
     best = phrased[0] if phrased else max(matching, key=lambda i: (weigh[i], -i))
-    found_terms = set(doc).intersection(weights)
-    at = normals[best].find(phrase) if phrased else relevance.locate(normals[best], found_terms)
+    found_terms = {t for t in weights if doc.counts.get(t)}
+    text = normals[best] or normal(entries[best].text)
+    at = text.find(phrase) if phrased else relevance.locate(text, found_terms)
     found = Match(bool(phrased), len(found_terms), at, relevance.score(doc, weights, stats))
     also = tuple(entries[i] for i in sorted(set(matching) | set(phrased)) if i != best)
     return Hit(entries[best], found, key(found, entries[best]), also)

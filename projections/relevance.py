@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -174,19 +174,50 @@ def idf(documents: int, frequency: int) -> float:
     return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
 
 
-def frequencies(docs: Iterable[Sequence[str]], wanted: Iterable[str]) -> dict[str, int]:
+def frequencies(docs: Iterable[Bag], wanted: Iterable[str]) -> dict[str, int]:
     """Per wanted term, how many of the documents hold it."""
     want = set(wanted)
+    return {term: sum(1 for doc in docs if doc.counts.get(term)) for term in want}
+
+
+@dataclass(frozen=True)
+class Bag:
+    """A text's terms with their counts, and its length in terms: what BM25 reads of a document."""
+
+    counts: Counter[str]
+    length: int
+
+    def __add__(self, other: Bag) -> Bag:
+        return Bag(self.counts + other.counts, self.length + other.length)
+
+
+_RAW = re.compile(r"[^\W_]+")
+_DOTTED_HINT = re.compile(r"[^\W\d_]\.[^\W\d_]")
+_DOTTED = re.compile(r"(?<![^\W_])(?:[^\W\d_]\.){1,}[^\W\d_](?![^\W_])\.?")  # as projections/words.py joins
+
+
+@lru_cache(maxsize=131072)
+def _terms_of(token: str, stops: bool) -> tuple[str, ...]:
+    return tuple(stem(w) for w in words(token) if stops or w not in STOP_WORDS)
+
+
+def bag(text: str, *, stops: bool = False) -> Bag:
+    """`terms(text)` counted: each distinct token folded and stemmed once (a 22 KB text repeats its
+    words), so scoring a candidate costs little more than finding its tokens."""
+    joined = unicodedata.normalize("NFKC", text)
+    if _DOTTED_HINT.search(joined):  # the full pattern costs more than the rest of the text's words
+        joined = _DOTTED.sub(lambda m: m.group().replace(".", ""), joined)
     counts: Counter[str] = Counter()
-    for doc in docs:
-        counts.update(want.intersection(doc))
-    return {term: counts.get(term, 0) for term in want}
+    for token, times in Counter(_RAW.findall(joined)).items():
+        for term in _terms_of(token, stops):
+            counts[term] += times
+    return Bag(counts, sum(counts.values()))
 
 
-def score(doc: Sequence[str], weights: Mapping[str, float], stats: Stats) -> float:
+def score(doc: Bag, weights: Mapping[str, float], stats: Stats) -> float:
     """The document's BM25 score for the query whose terms carry `weights` (their idf)."""
-    if not doc:
+    if not doc.length:
         return 0.0
-    counts = Counter(t for t in doc if t in weights)
-    norm = K1 * (1.0 - B + B * len(doc) / max(stats.mean_length, 1.0))
-    return sum(weights[t] * n * (K1 + 1.0) / (n + norm) for t, n in counts.items())
+    norm = K1 * (1.0 - B + B * doc.length / max(stats.mean_length, 1.0))
+    found = ((weights[t], doc.counts[t]) for t in weights if doc.counts.get(t))
+    return sum(weight * n * (K1 + 1.0) / (n + norm) for weight, n in found)
