@@ -72,26 +72,23 @@ async def load(http: httpx.AsyncClient, tenant: str) -> None:
         }
         for n in range(EXCHANGES)
     ]
-    last = ""
     gate = asyncio.Semaphore(6)
 
     async def post(body: dict[str, Any]) -> None:
-        nonlocal last
         async with gate:
             response = await http.post("/v1/exchanges", json=body)
             response.raise_for_status()
-            position = response.json()["position"]
-            last = max(last, position, key=lambda p: int(p.rsplit(".", 1)[-1]) if p else -1)
 
-    await asyncio.gather(*(post(b) for b in bodies))  # one subject: one partition, so the last offset is the max
+    await asyncio.gather(*(post(b) for b in bodies))
     deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:  # until the archive has applied the last exchange
-        waited = await http.get(
-            f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": "x", "after": last, "wait": 20}
+    while time.monotonic() < deadline:  # until the archive holds the last exchanges (each question names its day)
+        found = await http.get(
+            f"/v1/tenants/{tenant}/threads/session:keeper/search",
+            params={"q": " ".join(str(n) for n in range(EXCHANGES - 6, EXCHANGES)), "neighbours": 0},
         )
-        if waited.status_code == 200:
+        if found.status_code == 200 and len(found.json()["results"]) == 6:
             return
-        await asyncio.sleep(1)
+        await asyncio.sleep(2)
     raise TimeoutError("the archive did not apply the exchanges in 900 s")
 
 

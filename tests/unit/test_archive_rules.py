@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -30,7 +31,7 @@ from projections.archives import (
 from projections.cursors import Cursors
 from projections.position import Position
 from projections.ranking import rank
-from projections.relevance import query_of
+from projections.relevance import bag, query_of, terms
 from schemas.errors import InvalidEvent
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, ToolCalled
 
@@ -233,3 +234,12 @@ def test_each_askers_part_of_a_shared_fold_is_their_own_entry_in_one_generation(
         ("fold.f1.7", "ann", "ann's part"),
         ("fold.f1.8", "bob", "bob's part"),
     ]  # cat's part was dropped: nothing to keep, and erasing ann takes hers with her
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The A.I. team's PRs, again and AGAIN", "Мы купили ёлку и ёлки", "我们在东京见面 日本", "café CAFÉ cafe", ""],
+)
+def test_a_bag_counts_the_terms_a_text_has(text: str) -> None:
+    counted = bag(text)
+    assert counted.counts == Counter(terms(text)) and counted.length == len(terms(text))
