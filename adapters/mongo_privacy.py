@@ -290,8 +290,18 @@ class MongoNamespacePointer:
         return None if doc is None else str(doc["namespace"])
 
     async def switch(self, namespace: str, **info: Any) -> None:
+        """With `previous` in `info`, a compare-and-set: Conflict when the pointer names another namespace
+        by now (a replay switches from the namespace it started from, or not at all)."""
+        where: dict[str, Any] = {"_id": self._app_id}
+        if info.get("previous") is not None:
+            where["namespace"] = info["previous"]
         with mongo_errors():
-            await self._namespaces.replace_one({"_id": self._app_id}, {"namespace": namespace, **info}, upsert=True)
+            try:
+                await self._namespaces.replace_one(where, {"namespace": namespace, **info}, upsert=True)
+                return
+            except DuplicateKeyError:
+                now = await self.active()
+        raise Conflict(f"the namespace pointer moved from {info['previous']} to {now} meanwhile: not switched")
 
 
 class MongoNamespaceRegistry:

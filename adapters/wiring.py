@@ -18,6 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters.mongo_archives import MongoConversationArchive
 from adapters.mongo_idempotency import MongoIdempotency
+from adapters.mongo_lease import MongoReplayLease
 from adapters.mongo_privacy import (
     MongoExports,
     MongoKeyVault,
@@ -186,6 +187,7 @@ class PrivacyStores:
     pointer: NamespacePointer
     namespaces: NamespaceRegistry
     replays: ReplayRecords
+    lease: MongoReplayLease
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
@@ -208,6 +210,7 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
         pointer=MongoNamespacePointer(database, settings.app_id),
         namespaces=namespaces,
         replays=replays,
+        lease=MongoReplayLease(database, settings.app_id),
         _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare, replays.prepare),
     )
 

@@ -15,6 +15,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from adapters.mongo_lease import MongoReplayLease
 from config.settings import Settings
 from projections.ports import ReplayRecords
 from projections.replays import HEARTBEAT_SECONDS, alive, shown
@@ -41,9 +42,10 @@ def now_ms() -> int:
 class Replays:
     """The replays started through the API, one running at a time across the API's processes."""
 
-    def __init__(self, settings: Settings, records: ReplayRecords) -> None:
+    def __init__(self, settings: Settings, records: ReplayRecords, lease: MongoReplayLease) -> None:
         self._settings = settings
         self._records = records
+        self._lease = lease
         self._runs: dict[str, dict[str, Any]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._progress: dict[str, Progress] = {}
@@ -57,6 +59,8 @@ class Replays:
             raise Conflict("a replay is running already; follow it at GET /v1/replays/{replay_id}")
         which = projections_named(projection)
         replay_id = str(uuid.uuid4())
+        # the lease a CLI replay takes too (DESIGN, "One replay at a time"): Conflict while one holds it
+        await self._lease.take(replay_id, f"replay {replay_id} by {requested_by} through the API")
         item: dict[str, Any] = {
             "replay_id": replay_id,
             "state": "running",
@@ -128,6 +132,7 @@ class Replays:
                 requested_by=requested_by,
                 watch=watch,
                 workers=workers,
+                lease_holder=replay_id,
             )
             item.update(
                 state="done",
@@ -147,6 +152,8 @@ class Replays:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
+            with contextlib.suppress(Exception):  # a replay that failed before it took the lease over
+                await self._lease.release(replay_id)
         for attempt in range(5):  # the outcome must reach the store, or the record turns `interrupted`
             try:
                 await self._save(replay_id)

@@ -328,7 +328,7 @@ class Services:
 
     @property
     def replays(self) -> Replays:
-        return self._use_once("replays", lambda: Replays(self.settings, self.shared.replays))
+        return self._use_once("replays", lambda: Replays(self.settings, self.shared.replays, self.shared.lease))
 
     @property
     def namespaces(self) -> Namespaces:

@@ -493,7 +493,8 @@ class NamespacePointer(Protocol):
         ...
 
     async def switch(self, namespace: str, **info: Any) -> None:
-        """Point at `namespace`, noting `info` with it (the previous namespace, when, which projections)."""
+        """Point at `namespace`, noting `info` with it (the previous namespace, when, which projections).
+        With `previous`, only from it: Conflict when the pointer names another namespace by now."""
         ...
 
 

@@ -32,18 +32,20 @@ import multiprocessing
 import queue as queues
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from adapters.mongo_lease import MongoReplayLease
 from adapters.wiring import Stores, open_privacy
 from config.settings import Settings
 from projections.namespaces import HEARTBEAT_SECONDS, valid_name
 from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position
-from schemas.errors import DecodeError, InvalidEvent, MemlogError, StoreUnavailable
+from schemas.errors import Conflict, DecodeError, InvalidEvent, MemlogError, StoreUnavailable
 from schemas.events import SubjectErased, from_record
 from streams.namespaces import Namespaces
 from streams.rebuild import (
@@ -131,11 +133,14 @@ async def replay(
     requested_by: str = "cli",
     watch: Callable[[Progress], None] | None = None,
     workers: int | None = None,
+    lease_holder: str | None = None,
 ) -> ReplayReport:
     """Rebuild `projections` from the topics into a new namespace; move the pointer to it when `switch`
     (every projection is rebuilt then: see `needed`).
 
-    `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`).
+    `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`). It holds the replay lease
+    throughout (as `lease_holder`: the API's replay id, which took it already), and switches only from
+    the namespace it started from (DESIGN, "One replay at a time"): Conflict otherwise.
     """
     projections = needed(projections, switch, out)
     workers = settings.replay_workers if workers is None else workers
@@ -146,7 +151,6 @@ async def replay(
     if not valid_name(target):
         raise ValueError(f"{target!r} is not a namespace name (letters, digits, '-' and '_', at most 48)")
     scoped = settings.model_copy(update={"namespace": target, "fold_agent": False})
-    consumer = replay_consumer(settings)
     started = time.monotonic()
     events = 0
     dead_letters = 0
@@ -154,17 +158,15 @@ async def replay(
     async with rebuild(scoped, projections) as here:
         shared = open_privacy(settings, here.mongo)
         ledger = shared.ledger
-        request: dict[str, Any] = {
-            "namespace": target,
-            "previous": previous,
-            "projections": list(projections),
-            "requested_by": requested_by,
-            "workers": workers,
-        }
+        request: dict[str, Any] = {"namespace": target, "previous": previous, "projections": list(projections)}
+        request |= {"requested_by": requested_by, "workers": workers}
+        holder = lease_holder or f"cli:{uuid.uuid4()}"
+        await shared.lease.take(holder, f"replay into {target} by {requested_by}")
+        consumer = replay_consumer(settings)  # once it holds the lease: a refused replay opens nothing
         namespaces = Namespaces(settings, shared.pointer, shared.namespaces, here.open)
         await namespaces.entries()  # the namespace reads use now is recorded (active) before the switch retires it
         await shared.namespaces.building(target, f"replay of {', '.join(projections)} by {requested_by}")
-        alive = asyncio.create_task(_heartbeat(shared.namespaces, target))
+        alive = asyncio.create_task(_heartbeat(shared.namespaces, target, shared.lease, holder))
         try:
             await here.prepare()
             await ledger.record("replay-started", **request)
@@ -202,6 +204,7 @@ async def replay(
         finally:
             alive.cancel()
             await consumer.stop()
+            await _release(shared.lease, holder)
         skipped = _skipped([here.shredded(), *shredded])
         reasons = await _why_skipped(ledger, skipped)
         seconds = time.monotonic() - started
@@ -242,12 +245,19 @@ def needed(projections: tuple[str, ...], switch: bool, out: TextIO) -> tuple[str
     return PROJECTIONS
 
 
-async def _heartbeat(registry: NamespaceRegistry, namespace: str) -> None:
-    """Tell the registry the replay is alive, so nothing takes its namespace for one a crash left behind."""
+async def _heartbeat(registry: NamespaceRegistry, namespace: str, lease: MongoReplayLease, holder: str) -> None:
+    """Tell the registry the replay is alive, so nothing takes its namespace for one a crash left behind,
+    and renew the replay lease (LEASE_SECONDS, several beats)."""
     while True:
         await asyncio.sleep(HEARTBEAT_SECONDS)
-        with contextlib.suppress(StoreUnavailable):  # told again on the next beat
+        with contextlib.suppress(StoreUnavailable, Conflict):  # told again on the next beat
             await registry.heard(namespace)
+            await lease.take(holder)
+
+
+async def _release(lease: MongoReplayLease, holder: str) -> None:
+    with contextlib.suppress(StoreUnavailable):  # left to expire
+        await lease.release(holder)
 
 
 async def _privacy_applied(stores: Stores, partitions: int, *, after: bool = False) -> dict[int, int]:

@@ -182,6 +182,9 @@ class InMemoryNamespacePointer:
         return self._namespace
 
     async def switch(self, namespace: str, **info: Any) -> None:
+        expected = info.get("previous")
+        if expected is not None and self._namespace not in (None, expected):
+            raise Conflict(f"the namespace pointer moved from {expected} to {self._namespace} meanwhile: not switched")
         self._namespace = namespace
         self._info = dict(info)
 

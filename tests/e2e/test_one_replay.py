@@ -1,0 +1,108 @@
+"""Issue 41, one replay at a time: a replay through the API and one from the CLI, started together
+while a writer posts 10 exchanges a second, share one lease in MongoDB. Exactly one runs and switches
+the namespace (from the one it started from); the other is refused. Every exchange the API accepted
+meanwhile is in its subject's context afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+from tests.e2e.reads import until_ok
+
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
+TENANT = "replayed"
+SUBJECTS = [f"w{n}" for n in range(10)]  # round robin: no subject reaches a fold's 100 exchanges
+
+
+@pytest.fixture
+def running(stack: Settings) -> Iterator[Settings]:
+    settings = unique_settings(stack, api_port=free_port())
+    asyncio.run(ensure_topics(settings))
+    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
+    yield settings
+    for process in processes:
+        process.stop()
+
+
+async def writer(http: httpx.AsyncClient, stop: asyncio.Event, accepted: dict[str, list[tuple[str, str]]]) -> None:
+    """10 exchanges a second, each kept by subject with its position when the API accepted it."""
+    n = 0
+    while not stop.is_set():
+        subject = SUBJECTS[n % len(SUBJECTS)]
+        question = f"question number {n}?"
+        response = await http.post(
+            "/v1/exchanges", json={"tenant": TENANT, "subject": subject, "question": question, "answer": "ok"}
+        )
+        if response.status_code == 202:
+            accepted.setdefault(subject, []).append((question, response.json()["position"]))
+        n += 1
+        await asyncio.sleep(0.1)
+
+
+async def api_replay(http: httpx.AsyncClient) -> dict[str, object]:
+    started = await http.post("/v1/replays", json={"projection": "all", "switch": True, "workers": 2})
+    if started.status_code == 409:
+        return {"state": "refused", "detail": started.text}
+    assert started.status_code == 202, started.text
+    while True:
+        status: dict[str, object] = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
+        if status["state"] != "running":
+            return status
+        await asyncio.sleep(0.2)
+
+
+async def cli_replay(settings: Settings) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memlog",
+        "replay",
+        env=settings_env(settings),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await process.communicate()
+    return int(process.returncode or 0), out.decode(errors="replace")
+
+
+@pytest.mark.timeout(900)
+async def test_an_api_and_a_cli_replay_started_together_run_one_at_a_time(running: Settings) -> None:
+    settings = running
+    accepted: dict[str, list[tuple[str, str]]] = {}
+    stop = asyncio.Event()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        writing = asyncio.create_task(writer(http, stop, accepted))
+        await asyncio.sleep(3)  # something to replay
+        (api, (code, output)) = await asyncio.gather(api_replay(http), cli_replay(settings))
+        await asyncio.sleep(2)  # the writer goes on across the switch
+        stop.set()
+        await writing
+        print(f"api replay: {api}\ncli replay: exit {code}: {output[-600:]}")
+        api_ran = api["state"] == "done"
+        cli_ran = code == 0
+        assert api_ran != cli_ran, (api, code, output[-2000:])  # exactly one ran
+        if api_ran:
+            assert api["switched"] is True
+            assert "a replay is running already" in output
+        else:
+            assert api["state"] == "refused" and "a replay is running already" in str(api["detail"])
+            assert "reads now use" in output
+        missing = {}
+        for subject, kept in accepted.items():
+            after = kept[-1][1]
+            response = await until_ok(http, f"/v1/tenants/{TENANT}/subjects/{subject}/context", {"after": after})
+            assert response.status_code == 200, response.text[:500]
+            held = {exchange["question"] for exchange in response.json()["exchanges"]}
+            missing[subject] = [question for question, _ in kept if question not in held]
+    assert sum(len(kept) for kept in accepted.values()) > 50
+    assert all(not lost for lost in missing.values()), missing
