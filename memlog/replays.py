@@ -15,9 +15,8 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from adapters.mongo_lease import MongoReplayLease
 from config.settings import Settings
-from projections.ports import ReplayRecords
+from projections.ports import ReplayLease, ReplayRecords
 from projections.replays import HEARTBEAT_SECONDS, alive, shown
 from schemas.errors import Conflict
 
@@ -42,7 +41,7 @@ def now_ms() -> int:
 class Replays:
     """The replays started through the API, one running at a time across the API's processes."""
 
-    def __init__(self, settings: Settings, records: ReplayRecords, lease: MongoReplayLease) -> None:
+    def __init__(self, settings: Settings, records: ReplayRecords, lease: ReplayLease) -> None:
         self._settings = settings
         self._records = records
         self._lease = lease

@@ -498,6 +498,20 @@ class NamespacePointer(Protocol):
         ...
 
 
+class ReplayLease(Protocol):
+    """One replay at a time per app id, from the API or the CLI (DESIGN, "One replay at a time")."""
+
+    async def take(self, holder: str, note: str = "") -> None:
+        """Hold the lease, or renew it for its holder; Conflict while another holds it unexpired."""
+        ...
+
+    async def release(self, holder: str) -> None: ...
+
+    async def holder(self) -> str | None:
+        """Who holds it now; None when it is free or expired."""
+        ...
+
+
 class ReplayRecords(Protocol):
     """Replays an operator started through the API, one record each by id (projections.replays), kept
     in the shared privacy database: their state outlives the API process that runs them."""

@@ -11,6 +11,7 @@ from adapters.in_memory.privacy import (
     InMemoryLedger,
     InMemoryNamespacePointer,
     InMemoryNamespaceRegistry,
+    InMemoryReplayLease,
     InMemoryReplayRecords,
     WrappedKey,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "InMemoryLedger",
     "InMemoryNamespacePointer",
     "InMemoryNamespaceRegistry",
+    "InMemoryReplayLease",
     "InMemoryReplayRecords",
     "InMemorySessionStore",
     "InMemoryTraceStore",

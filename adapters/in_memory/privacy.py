@@ -171,6 +171,26 @@ class InMemoryExports:
         return len(gone)
 
 
+class InMemoryReplayLease:
+    """The replay lease of one app id, without expiry (a process's replays end with it)."""
+
+    def __init__(self) -> None:
+        self._holder: str | None = None
+        self._note = ""
+
+    async def take(self, holder: str, note: str = "") -> None:
+        if self._holder not in (None, holder):
+            raise Conflict(f"a replay is running already ({self._note or self._holder}); one at a time")
+        self._holder, self._note = holder, note or self._note
+
+    async def release(self, holder: str) -> None:
+        if self._holder == holder:
+            self._holder = None
+
+    async def holder(self) -> str | None:
+        return self._holder
+
+
 class InMemoryNamespacePointer:
     """The namespace one app id reads and writes."""
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from adapters.in_memory import InMemoryReplayRecords
+from adapters.in_memory import InMemoryReplayLease, InMemoryReplayRecords
 from config.settings import Settings
 from memlog.replays import Replays
 from projections.replays import STALE_SECONDS, alive, shown
@@ -28,7 +28,7 @@ def test_a_running_record_without_a_fresh_heartbeat_shows_interrupted() -> None:
 async def test_a_status_outlives_the_process_and_a_live_replay_elsewhere_holds_off_another() -> None:
     records = InMemoryReplayRecords()
     await records.save("done-1", {"replay_id": "done-1", "state": "done", "namespace": "n1", "heartbeat_ms": 1})
-    restarted = Replays(Settings(), records)
+    restarted = Replays(Settings(), records, InMemoryReplayLease())
     assert await restarted.status("done-1") == {"replay_id": "done-1", "state": "done", "namespace": "n1"}
     assert await restarted.status("never") is None
     now = int(time.time() * 1000)
@@ -38,3 +38,14 @@ async def test_a_status_outlives_the_process_and_a_live_replay_elsewhere_holds_o
     await records.save("elsewhere", {"replay_id": "elsewhere", "state": "running", "heartbeat_ms": 1})
     status = await restarted.status("elsewhere")
     assert status is not None and status["state"] == "interrupted"
+
+
+async def test_a_replay_the_cli_runs_holds_off_one_through_the_api() -> None:
+    """Issue 41: the CLI's replay holds the lease the API's takes too; the API answers Conflict (409)."""
+    lease = InMemoryReplayLease()
+    await lease.take("cli:1", "replay into n2 by cli")
+    replays = Replays(Settings(), InMemoryReplayRecords(), lease)
+    with pytest.raises(Conflict) as refused:
+        await replays.start("facts", since=None, switch=False, workers=None, requested_by="op")
+    assert "by cli" in str(refused.value)
+    assert await lease.holder() == "cli:1"
