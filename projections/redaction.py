@@ -122,6 +122,7 @@ class Redactor:
     patterns: tuple[re.Pattern[str], ...]
     _longest: int = field(init=False, repr=False, compare=False)
     _seen: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
+    _names: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_longest", max((len(key) for key in self.keys), default=0))
@@ -196,11 +197,7 @@ class Redactor:
                 paired = self._paired_value(node)
                 for shown, value_of in node.items():
                     item = value_of
-                    key = (
-                        shown
-                        if type(shown) is not str or _ORDINARY_KEY.fullmatch(shown)
-                        else self._key(shown, item, copy)
-                    )
+                    key = shown if type(shown) is not str or self._ordinary(shown) else self._key(shown, item, copy)
                     if isinstance(item, list) and self._secret_list(key):
                         item = [REDACTED if isinstance(one, str) and _secret_item(one) else one for one in item]
                     if item is None or item == "":
@@ -231,6 +228,16 @@ class Redactor:
                     else:
                         items[index] = _number(item)
         return top[0]
+
+    def _ordinary(self, key: str) -> bool:
+        """A key that is a name and nothing else; remembered, as keys repeat from object to object."""
+        known = self._names.get(key)
+        if known is None:
+            known = _ORDINARY_KEY.fullmatch(key) is not None
+            if len(self._names) >= _KEY_CACHE_SIZE:
+                self._names.clear()
+            self._names[key] = known
+        return known
 
     def _key(self, key: str, item: Any, taken: dict[Any, Any]) -> str:
         """A key that is itself a secret, shown redacted: a token used as a name, or a name whose value says

@@ -344,7 +344,12 @@ def _prose_names(lowered: str) -> Iterator[re.Match[str]]:
 
 def names_a_secret(text: str) -> bool:
     """Whether a sentence names a secret that prose_passwords may find the value of."""
+    if _PROSE_HINT.search(text) is None:  # most plain strings: one pass in C, no lower-casing
+        return False
     return next(_prose_names(_lowered(text)), None) is not None
+
+
+_PROSE_HINT = re.compile(r"(?i)p(?:ass|wd?\b|in)|otp|code|api|secret|access")
 
 
 def prose_passwords(text: str) -> Iterator[Span]:
