@@ -91,6 +91,10 @@ class FoldService:
         log.info("folded %d exchanges of %s into %d characters (%s)", len(folded), key, characters, position.token())
         return position
 
+    async def applied(self, position: Position) -> bool:
+        """Whether the sessions projection has applied `position` (a fold's, refused or not)."""
+        return await self._store.applied(position.topic, position.partition) >= position.offset
+
     async def _pin_and_read(self, key: ThreadKey, policy: ThreadPolicy) -> tuple[Session, Pinned] | None:
         """The thread, read after the keys of everyone whose lines or summary part it may fold were taken."""
         if key.thread == SESSION_THREAD:
@@ -168,32 +172,76 @@ def sorted_askers(askers: set[str | None]) -> list[str | None]:
     return sorted(askers, key=lambda asker: (asker is not None, asker or ""))
 
 
+# a thread folds once per crossing of its thresholds: until the projection has applied the fold it
+# produced, the thread still reads as past them, and every answer in between would fold it again
+APPLIED_WAIT_SECONDS = 60.0  # then a lagging projection may be folded for again (a refused duplicate at worst)
+APPLIED_POLL_SECONDS = (0.05, 1.0)  # the first pause between two looks at the checkpoint, and the longest
+
+
 class FoldScheduler:
-    """Runs folds in the background, one at a time per thread, retrying failed ones later."""
+    """Runs folds in the background, one at a time per thread, retrying failed ones later.
+
+    A thread's fold is in flight until the sessions projection has applied its ThreadFolded (or
+    APPLIED_WAIT_SECONDS passed). A request meanwhile is kept, and answered once that fold is applied:
+    by a fold only if the thread, as it then reads, is still past the thresholds.
+    """
 
     def __init__(self, service: FoldService, retry_seconds: float) -> None:
         self._service = service
         self._retry_seconds = retry_seconds
         self._running: dict[ThreadKey, asyncio.Task[None]] = {}
+        self._waiting: set[ThreadKey] = set()  # folded, its ThreadFolded not applied yet
+        self._again: set[ThreadKey] = set()  # asked for while its fold was in flight
 
     def request(self, key: ThreadKey) -> None:
-        if key not in self._running:
+        if key in self._running:
+            self._again.add(key)
+        else:
             self._running[key] = asyncio.get_running_loop().create_task(self._run(key))
+
+    def pending(self) -> int:
+        """Threads with a fold in flight: being made, or waiting for the projection to apply it."""
+        return len(self._running)
 
     async def _run(self, key: ThreadKey) -> None:
         try:
             while True:
-                try:
-                    await self._service.fold(key)
+                self._again.discard(key)
+                position = await self._fold(key)
+                if position is not None:
+                    self._waiting.add(key)
+                    await self._until_applied(key, position)
+                    self._waiting.discard(key)
+                if key not in self._again:
                     return
-                except (SummarizerFailed, LogUnavailable, StoreUnavailable) as exc:
-                    # Nothing is lost: the thread stays unfolded until a fold succeeds.
-                    log.warning("fold of %s failed, retrying in %.0fs: %s", key, self._retry_seconds, exc)
-                    await asyncio.sleep(self._retry_seconds)
         finally:
+            self._waiting.discard(key)
+            self._again.discard(key)
             self._running.pop(key, None)
 
+    async def _fold(self, key: ThreadKey) -> Position | None:
+        while True:
+            try:
+                return await self._service.fold(key)
+            except (SummarizerFailed, LogUnavailable, StoreUnavailable) as exc:
+                # Nothing is lost: the thread stays unfolded until a fold succeeds.
+                log.warning("fold of %s failed, retrying in %.0fs: %s", key, self._retry_seconds, exc)
+                await asyncio.sleep(self._retry_seconds)
+
+    async def _until_applied(self, key: ThreadKey, position: Position) -> None:
+        deadline = time.monotonic() + APPLIED_WAIT_SECONDS
+        pause, longest = APPLIED_POLL_SECONDS
+        try:
+            while not await self._service.applied(position):
+                if time.monotonic() >= deadline:
+                    log.warning("fold of %s not applied in %.0fs (%s)", key, APPLIED_WAIT_SECONDS, position.token())
+                    return
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, longest)
+        except StoreUnavailable as exc:
+            log.warning("fold of %s: its application could not be checked: %s", key, exc)
+
     async def drain(self) -> None:
-        """Wait for the folds in flight (tests, shutdown)."""
-        while self._running:
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+        """Wait until the folds in flight are made (tests, shutdown); not for the projection to apply them."""
+        while making := [task for key, task in self._running.items() if key not in self._waiting]:
+            await asyncio.wait(making, timeout=0.05)

@@ -75,14 +75,24 @@ class InProcessLog(EventProducer):
         self.live = live
         self.policy = policy
         self.requested: set[ThreadKey] = set()
+        self.lagging = False  # True: records wait for `deliver`, as behind a projection that lags
+        self.delivered = 0  # records applied live so far
 
     async def produce(self, events: Sequence[Event], *, pinned: dict[Who, tuple[str, bytes]] | None = None) -> Position:
-        start = len(self.records)
         for event in events:
             record = await self.sealer.seal(event.TYPE, to_record(event), pinned)
             self.records.append((event.TYPE, record, Position("threads", 0, len(self.records))))
-        await self.live.apply(await opened(self.sealer, self.records[start:]), self.policy, self.requested.add)
+        if not self.lagging:
+            await self.deliver()
         return self.records[-1][2]
+
+    async def deliver(self, count: int | None = None) -> None:
+        """Apply the next `count` records not applied yet (all of them by default), as one batch."""
+        start = self.delivered
+        self.delivered = len(self.records) if count is None else min(len(self.records), start + count)
+        await self.live.apply(
+            await opened(self.sealer, self.records[start : self.delivered]), self.policy, self.requested.add
+        )
 
     async def replay(self) -> Projections:
         """Every record of the log into fresh projections, as `memlog replay` does: erased ones do not open."""
