@@ -36,6 +36,7 @@ from adapters.mongo_entries import where as _where
 from adapters.mongo_groups import ArchiveGroupWrites, Held, duplicates, thread_of
 from adapters.mongo_places import ArchiveNeighbourReads
 from adapters.mongo_scans import above, at_most, equals, every, in_seq_order
+from adapters.mongo_siblings import with_siblings
 from adapters.mongo_store import mongo_errors
 from projections.archives import (
     NEVER,
@@ -471,9 +472,12 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
         cursor = self._entries.find(query, WITHOUT_TERMS).max_time_ms(self._search_time_ms)
         with mongo_errors():
             docs = entries_of(await (cursor if limit is None else cursor.limit(limit)).to_list())  # whole exchanges
+            found = await with_siblings(
+                self._entries, list(map(entry_of_doc, docs)), WITHOUT_TERMS, self._search_time_ms
+            )
         return [
             e
-            for e in map(entry_of_doc, docs)
+            for e in found
             if in_scope(e, scope, snapshot)
             and (since is None or e.occurred_at >= since)
             and (until is None or e.occurred_at < until)

@@ -15,9 +15,10 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters.mongo_entries import GROUPS, WITHOUT_ORIGINALS, entries_of, entry_of_doc, where
+from adapters.mongo_entries import GROUPS, WITHOUT_ORIGINALS, entries_of, entry_of_doc
+from adapters.mongo_siblings import with_siblings
 from adapters.mongo_store import mongo_errors
-from projections.archives import ConversationRef, Entry
+from projections.archives import Entry
 
 # what a candidate needs: neither the token index nor the original (an original can be megabytes)
 CANDIDATE_FIELDS = WITHOUT_ORIGINALS
@@ -60,27 +61,5 @@ class MongoArchiveSearch:
         with mongo_errors():
             groups = await (found if limit is None else found.limit(limit)).to_list()
             entries = [entry_of_doc(d) for d in entries_of(groups)]
-            siblings = await self._siblings(entries)
-        if siblings:  # in the order of the log, as the groups hold them
-            entries = sorted([*entries, *siblings], key=lambda e: (e.ref, e.seq))
-        return entries  # whole exchanges: ranked as one document
-
-    async def _siblings(self, entries: list[Entry]) -> list[Entry]:
-        """The question and answer of a candidate exchange that sit in another group: an entry too large
-        to share a group (mongo_entries.GROUP_TERMS) is a group of its own, and a term of it finds that
-        group alone. One read, only for exchanges found without their question or answer."""
-        held = {(e.ref, e.entry_id) for e in entries}
-        wanted: dict[ConversationRef, set[str]] = {}
-        for entry in entries:
-            if entry.exchange_id is None:
-                continue
-            for role in ("q", "a"):
-                entry_id = f"{entry.exchange_id}.{role}"
-                if (entry.ref, entry_id) not in held:
-                    wanted.setdefault(entry.ref, set()).add(entry_id)
-        if not wanted:
-            return []
-        branches = [{**where(ref), "ids": {"$in": sorted(ids)}} for ref, ids in wanted.items()]
-        found = self._entries.find({"$or": branches}, CANDIDATE_FIELDS).max_time_ms(self._search_time_ms)
-        more = [entry_of_doc(d) for d in entries_of(await found.to_list())]
-        return [e for e in more if (e.ref, e.entry_id) not in held]
+            # whole exchanges: ranked as one document
+            return await with_siblings(self._entries, entries, CANDIDATE_FIELDS, self._search_time_ms)

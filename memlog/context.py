@@ -123,9 +123,11 @@ class ContextReads:
     async def _recall(
         self, key: ThreadKey, question: str | None, agent: str | None, fill: bool
     ) -> tuple[list[dict[str, Any]], str]:
-        """The facts' views and their rendered lines. Nothing asked: the newest facts, as not matched
-        (the strict policy: none, and no store is read for them, unless `fill`)."""
-        if self._memory.recall_policy.strict and not fill and not (question or "").strip():
+        """The facts' views and their rendered lines. Nothing asked, for an agent: its newest facts, as not
+        matched (the strict policy: none). A plain read (no question, no agent) recalls nothing and reads
+        no store for it: it is served from Redis alone (issue 38), as is every read unless `fill`."""
+        asked = bool((question or "").strip())
+        if not fill and not asked and (agent is None or self._memory.recall_policy.strict):
             return [], ""
         recalling = time.perf_counter()
         # seed 003: an agent recalls its own facts and the shared ones; a read naming no agent, the shared only

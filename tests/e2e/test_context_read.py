@@ -178,10 +178,16 @@ async def test_an_unchanged_context_answers_304_and_a_new_exchange_a_new_etag(ht
     for star in ("*", '*, "other"'):  # issue 41: `*` is no match, or a client sending it never sees a change
         starred = await http.get(url, headers={"If-None-Match": star})
         assert (starred.status_code, starred.headers["etag"]) == (200, tag)
-    # a question adds its facts' lines (here: that none bears on it), so another context and another tag
-    asked = await http.get(url, params={"question": "first?"}, headers={"If-None-Match": tag})
+    # a question adds the facts given for it (a plain read recalls none), so another context and another tag
+    saved = await http.post(f"/v1/tenants/{TENANT}/subjects/eve/facts", json={"text": "Eve keeps bees"})
+    assert saved.status_code == 202, saved.text
+    fact = saved.json()["position"]
+    assert (await http.get(url, params={"after": fact}, headers={"If-None-Match": tag})).status_code == 304
+    asked = await http.get(url, params={"question": "first?", "after": fact}, headers={"If-None-Match": tag})
     assert asked.status_code == 200 and asked.headers["etag"] != tag
-    again = await http.get(url, params={"question": "first?"}, headers={"If-None-Match": asked.headers["etag"]})
+    again = await http.get(
+        url, params={"question": "first?", "after": fact}, headers={"If-None-Match": asked.headers["etag"]}
+    )
     assert again.status_code == 304
     last = await post(http, subject="eve", question="second?", answer="two")
     changed = await http.get(url, params={"after": last}, headers={"If-None-Match": tag})
