@@ -29,7 +29,11 @@ PROMPT = "DEVELOPER-SEES-THIS-PROMPT"
 @pytest.fixture(scope="module")
 def live(stack: Settings) -> Iterator[Settings]:
     settings = unique_settings(
-        stack, api_port=free_port(), backend_tokens={"tok-castle": TENANT}, operator_tokens=["tok-dev"]
+        stack,
+        api_port=free_port(),
+        backend_tokens={"tok-castle": TENANT},
+        operator_tokens=["tok-dev"],
+        read_wait_seconds=60,  # the first read may come before the new worker has joined its group (a busy CI)
     )
     asyncio.run(ensure_topics(settings))
     processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
