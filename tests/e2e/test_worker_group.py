@@ -52,4 +52,4 @@ async def test_a_worker_asks_the_broker_for_no_topic_memlog_does_not_create(
     assert mine == set(), f"the worker's group made topics of its own: {sorted(mine)}"
     assert "not found in cluster metadata" not in process.output()
     memlog_topics = {name for name in topics if name.startswith(settings.topic_prefix)}
-    assert memlog_topics == {*settings.subject_topics, settings.deadletter_topic}
+    assert memlog_topics == {*settings.subject_topics, settings.deadletter_topic, settings.topic("ingest")}
