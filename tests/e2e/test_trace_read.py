@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,13 @@ def secret_run(run_id: str) -> dict[str, Any]:
 
 
 def leaks(text: str) -> list[str]:
-    return [secret.name for secret in (*SHAPED, *PLAIN) if secret.value in text]
+    """The corpus secrets found in `text`. A secret of digits alone (a CVV, "837") counts only as a number
+    of its own: found by chance inside a timestamp's digits, it is no leak (it failed CI once so)."""
+    return [
+        secret.name
+        for secret in (*SHAPED, *PLAIN)
+        if (re.search(rf"(?<!\d){secret.value}(?!\d)", text) if secret.value.isdigit() else secret.value in text)
+    ]
 
 
 async def traced(http: httpx.AsyncClient, run_id: str) -> str:
