@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml client/pyproject.toml
 
 install: $(STAMP) ## create .venv and install memlog with its dev tools
 
-up: $(STAMP) ## run memlog: local Kafka, Redis and SecantusDB where none is configured, the worker and the API
+up: $(STAMP) ## run memlog: local Kafka, Redis and SecantusDB where none is configured, the workers (one per set) and the API
 	$(BIN)/memlog up
 
 down: $(STAMP) ## stop the local services memlog started

@@ -26,6 +26,24 @@ MAX_REPLAY_WORKERS = 64
 # What a worker can run (MEMLOG_WORKER_PROJECTIONS): the four projections replay rebuilds, and the
 # privacy agent (erasure and export requests), which a deployment runs in exactly one set.
 WORKER_PROJECTIONS = ("sessions", "archives", "facts", "traces", "privacy")
+# The worker sets `memlog up` runs (MEMLOG_UP_WORKER_SETS): what the next turn reads, the archive, the rest.
+UP_WORKER_SETS = "sessions,facts;archives;traces,privacy"
+
+
+def projection_set(text: str, setting: str) -> tuple[str, ...]:
+    """A comma-separated set of projections, or `all`, in WORKER_PROJECTIONS' order; ValueError names a bad one."""
+    if text.strip() == "all":
+        return WORKER_PROJECTIONS
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in WORKER_PROJECTIONS]
+    if unknown:  # split gives at least one name: an empty setting names ''
+        raise ValueError(
+            f"{setting}={text!r}: {', '.join(map(repr, unknown))} "
+            f"is not a projection; give `all` or some of {', '.join(WORKER_PROJECTIONS)}"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"{setting}={text!r} names a projection twice")
+    return tuple(name for name in WORKER_PROJECTIONS if name in names)
 
 
 class Settings(BaseSettings):
@@ -136,6 +154,13 @@ class Settings(BaseSettings):
         "(comma-separated). Workers of one set share a consumer group of their own, so a set is not held "
         "to the pace of the others: Faust delivers a topic to all of a worker's agents through one "
         "consumer, so the slowest (the archive, on MongoDB) sets everyone's. Run each projection in some set.",
+    )
+    up_worker_sets: str = Field(
+        default=UP_WORKER_SETS,
+        description="The worker sets `memlog up` runs, one supervised process each (its own consumer group and "
+        "watchdog): sets separated by `;`, each a MEMLOG_WORKER_PROJECTIONS value; every projection in exactly "
+        "one set. `all` runs one worker. The default keeps what the next turn reads (sessions, facts) apart "
+        "from the archive, so a stalled archive never stops another tenant's context.",
     )
     drill_step_delays: dict[str, float] = Field(
         default_factory=dict,
@@ -375,6 +400,7 @@ class Settings(BaseSettings):
         if (self.redis_tls_certfile is None) != (self.redis_tls_keyfile is None):
             raise ValueError("MEMLOG_REDIS_TLS_CERTFILE and MEMLOG_REDIS_TLS_KEYFILE go together")
         self.worker_set()  # names its problem
+        self.up_sets()
         if self.min_insync_replicas is not None and self.min_insync_replicas > self.replication:
             raise ValueError(
                 f"MEMLOG_MIN_INSYNC_REPLICAS={self.min_insync_replicas} exceeds MEMLOG_REPLICATION="
@@ -484,19 +510,23 @@ class Settings(BaseSettings):
 
     def worker_set(self) -> tuple[str, ...]:
         """MEMLOG_WORKER_PROJECTIONS as names, in WORKER_PROJECTIONS' order; raises ValueError naming a bad one."""
-        text = self.worker_projections.strip()
-        if text == "all":
-            return WORKER_PROJECTIONS
-        names = [name.strip() for name in text.split(",")]
-        unknown = [name for name in names if name not in WORKER_PROJECTIONS]
-        if unknown:  # split gives at least one name: an empty setting names ''
-            raise ValueError(
-                f"MEMLOG_WORKER_PROJECTIONS={self.worker_projections!r}: {', '.join(map(repr, unknown))} "
-                f"is not a projection; give `all` or some of {', '.join(WORKER_PROJECTIONS)}"
+        return projection_set(self.worker_projections, "MEMLOG_WORKER_PROJECTIONS")
+
+    def up_sets(self) -> tuple[tuple[str, ...], ...]:
+        """MEMLOG_UP_WORKER_SETS as sets of names; raises ValueError unless each projection is in exactly one."""
+        setting = "MEMLOG_UP_WORKER_SETS"
+        sets = tuple(projection_set(part, setting) for part in self.up_worker_sets.split(";"))
+        named = [name for one in sets for name in one]
+        twice = sorted({name for name in named if named.count(name) > 1}, key=WORKER_PROJECTIONS.index)
+        missing = [name for name in WORKER_PROJECTIONS if name not in named]
+        if twice or missing:
+            what = "; ".join(
+                part
+                for part in (f"{', '.join(twice)} in two sets" if twice else "", f"{', '.join(missing)} in none")
+                if part
             )
-        if len(set(names)) != len(names):
-            raise ValueError(f"MEMLOG_WORKER_PROJECTIONS={self.worker_projections!r} names a projection twice")
-        return tuple(name for name in WORKER_PROJECTIONS if name in names)
+            raise ValueError(f"{setting}={self.up_worker_sets!r}: {what}; each projection runs in exactly one set")
+        return sets
 
     @property
     def group_id(self) -> str:

@@ -1,8 +1,9 @@
 """A child process started again whenever it exits with a failure, after a delay that grows to a bound.
 
-`memlog up` keeps its worker this way: a worker whose watchdog finds it stuck exits with code 75
-(streams/watchdog.py), one killed for memory dies on a signal, and either is started again. A
-child that exits with 0 was stopped on purpose and stays stopped.
+`memlog up` keeps each of its workers (one per set, MEMLOG_UP_WORKER_SETS) this way, apart from the
+others: a worker whose watchdog finds it stuck exits with code 75 (streams/watchdog.py), one killed for
+memory dies on a signal, and either is started again. A child that exits with 0 was stopped on purpose
+and stays stopped.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ class Supervised:
         self._started_at = 0.0
         self._delay = 0.0
         self._restart_at: float | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self._env
 
     def start(self) -> subprocess.Popen[bytes]:
         self.process = subprocess.Popen(self._command, env=self._env)

@@ -76,25 +76,47 @@ def api(settings: Settings) -> int:
     return 0
 
 
-def worker_env(settings: Settings) -> dict[str, str]:
-    """The supervised worker's environment: restarted under one name (unless MEMLOG_WORKER_INSTANCE gives
-    one), the host's and this process's, so a worker started again takes its partitions back at once."""
+def worker_env(settings: Settings, which: tuple[str, ...] | None = None, index: int = 0) -> dict[str, str]:
+    """A supervised worker's environment: restarted under one name (unless MEMLOG_WORKER_INSTANCE gives
+    one), the host's and this process's, so a worker started again takes its partitions back at once.
+
+    `which` is its set (MEMLOG_WORKER_PROJECTIONS); the set is a consumer group of its own, and its
+    metrics port, when one is set, is MEMLOG_WORKER_METRICS_PORT plus the set's index.
+    """
     env = os.environ.copy()
     if settings.worker_instance is None:
         host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:120] or "host"
         env["MEMLOG_WORKER_INSTANCE"] = f"{host}-{os.getpid()}"
+    if which is not None:
+        env["MEMLOG_WORKER_PROJECTIONS"] = ",".join(which)
+        if settings.worker_metrics_port is not None:
+            env["MEMLOG_WORKER_METRICS_PORT"] = str(settings.worker_metrics_port + index)
     return env
 
 
-def up(settings: Settings) -> int:
-    """The main job: local stack, worker and API; Ctrl-C stops everything this started.
+def supervised_workers(settings: Settings) -> list[Supervised]:
+    """One supervised worker per set of MEMLOG_UP_WORKER_SETS; one called "worker" when the set is all."""
+    sets = settings.up_sets()  # checked when the settings loaded
+    command = [sys.executable, "-m", "memlog", "worker"]
+    if len(sets) == 1:
+        return [Supervised("worker", command, worker_env(settings, sets[0]))]
+    return [
+        Supervised(f"worker {','.join(which)}", command, worker_env(settings, which, index))
+        for index, which in enumerate(sets)
+    ]
 
-    A worker that exits with a failure (its watchdog's code 75, a signal) is started again after a
-    delay that doubles up to 30 s (memlog/supervisor.py); the API exiting stops everything.
+
+def up(settings: Settings) -> int:
+    """The main job: local stack, workers and API; Ctrl-C stops everything this started.
+
+    The workers run in the sets of MEMLOG_UP_WORKER_SETS, one process each, each in a consumer group of
+    its own with its own watchdog. A worker that exits with a failure (its watchdog's code 75, a signal)
+    is started again after a delay that doubles up to 30 s (memlog/supervisor.py), and no other set is
+    touched; a worker that stops on purpose (exit 0), or the API exiting, stops everything.
     """
+    workers = supervised_workers(settings)
     stack = LocalStack(settings)
     started = stack.up()
-    worker = Supervised("worker", [sys.executable, "-m", "memlog", "worker"], worker_env(settings))
     api: subprocess.Popen[bytes] | None = None
     stopping = False
 
@@ -108,25 +130,28 @@ def up(settings: Settings) -> int:
         from streams.topics import ensure_topics
 
         asyncio.run(ensure_topics(settings))
-        first = worker.start()
+        first = [worker.start() for worker in workers]
         api = subprocess.Popen([sys.executable, "-m", "memlog", "api"], env=os.environ.copy())
         url = f"http://{settings.api_host}:{settings.api_port}"
-        wait_healthy(url, [first, api])
+        wait_healthy(url, [*first, api])
         print(f"memlog is up: API on {url} (OpenAPI at {url}/docs). Ctrl-C stops it.", flush=True)
         while not stopping:
-            if not worker.keep():
-                print("memlog: the worker stopped", file=sys.stderr)
-                stopping = True
+            for worker in workers:
+                if not worker.keep():
+                    print(f"memlog: the {worker.name} stopped", file=sys.stderr)
+                    stopping = True
             if api.poll() is not None:
                 print(f"memlog: the api process exited with {api.returncode}", file=sys.stderr)
                 stopping = True
             time.sleep(0.5)
     finally:
-        worker.terminate()
+        for worker in workers:
+            worker.terminate()
         if api is not None and api.poll() is None:
             api.terminate()
-        # the worker exits within MEMLOG_WORKER_STOP_SECONDS whatever Kafka does; the API stops quickly
-        worker.wait(timeout=settings.worker_stop_seconds + 15)
+        # a worker exits within MEMLOG_WORKER_STOP_SECONDS whatever Kafka does; the API stops quickly
+        for worker in workers:
+            worker.wait(timeout=settings.worker_stop_seconds + 15)
         if api is not None:
             try:
                 api.wait(timeout=30)

@@ -166,7 +166,8 @@ async def test_a_projection_left_behind_with_nothing_left_to_fetch_is_caught_up_
 
 
 async def test_a_worker_whose_agents_hang_exits_and_memlog_up_starts_it_again(stack: Settings) -> None:
-    settings = stalling_settings(stack)
+    # one worker running every projection: SIGUSR2 hangs all its agents (tests/e2e/test_up_sets.py has the sets)
+    settings = stalling_settings(stack).model_copy(update={"up_worker_sets": "all"})
     await ensure_topics(settings)
     up = MemlogProcess("up", settings, LOGS)
     try:

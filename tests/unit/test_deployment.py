@@ -73,7 +73,7 @@ def test_the_kubernetes_manifests_validate_offline() -> None:
         [sys.executable, "-m", "kubernetes_validate", "--strict", str(K8S)], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("passed for resource") == 6
+    assert checked.stdout.count("passed for resource") == 10  # 3 worker sets: a Deployment and an autoscaler each
 
 
 def test_the_configmap_holds_every_setting_but_the_secrets_and_workers_stop_at_the_partitions() -> None:
@@ -84,7 +84,8 @@ def test_the_configmap_holds_every_setting_but_the_secrets_and_workers_stop_at_t
     data = documents["ConfigMap"]["data"]
     assert set(data) == names - SECRET_SETTINGS
     assert not SECRET_SETTINGS & set(data)  # secrets come from the Secret, never the repository
-    assert documents["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == int(data["MEMLOG_PARTITIONS"])
+    autoscalers = [doc for doc in yaml.safe_load_all(K8S.read_text()) if doc["kind"] == "HorizontalPodAutoscaler"]
+    assert {doc["spec"]["maxReplicas"] for doc in autoscalers} == {int(data["MEMLOG_PARTITIONS"])}
     # the API: credentials from the Secret, reached only through a ClusterIP Service
     assert data["MEMLOG_API_ALLOW_OPEN"] == "false" and data["MEMLOG_CREDENTIALS_FILE"].startswith("/etc/memlog/")
     assert documents["Service"]["spec"]["type"] == "ClusterIP"
@@ -162,3 +163,32 @@ def test_the_image_installs_what_embeddings_auto_needs_and_the_pin_of_make_insta
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_compose_and_kubernetes_run_the_worker_sets_memlog_up_runs_each_as_a_service_of_its_own() -> None:
+    """Each set of MEMLOG_UP_WORKER_SETS is a compose service and a Deployment (with its autoscaler)
+    whose MEMLOG_WORKER_PROJECTIONS names it: every projection runs, in exactly one set."""
+    import yaml
+
+    sets = Settings(up_worker_sets=compose_env()["MEMLOG_UP_WORKER_SETS"]).up_sets()
+    assert len(sets) > 1
+    services = yaml.safe_load(COMPOSE)["services"]
+    in_compose = [
+        Settings(worker_projections=service["environment"]["MEMLOG_WORKER_PROJECTIONS"]).worker_set()
+        for service in services.values()
+        if service.get("command") == ["worker"]
+    ]
+    assert in_compose == list(sets)
+    assert services["api"]["depends_on"].keys() <= services.keys()
+    documents = list(yaml.safe_load_all(K8S.read_text()))
+    workers = [doc for doc in documents if doc["kind"] == "Deployment" and doc["metadata"]["name"] != "memlog-api"]
+    in_k8s = []
+    for deployment in workers:
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        env = {item["name"]: item["value"] for item in container["env"]}
+        in_k8s.append(Settings(worker_projections=env["MEMLOG_WORKER_PROJECTIONS"]).worker_set())
+    assert in_k8s == list(sets)
+    scaled = {doc["spec"]["scaleTargetRef"]["name"] for doc in documents if doc["kind"] == "HorizontalPodAutoscaler"}
+    assert scaled == {deployment["metadata"]["name"] for deployment in workers}
+    configmap = next(doc for doc in documents if doc["kind"] == "ConfigMap")["data"]
+    assert configmap["MEMLOG_UP_WORKER_SETS"] == compose_env()["MEMLOG_UP_WORKER_SETS"] == Settings().up_worker_sets
