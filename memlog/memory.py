@@ -29,12 +29,12 @@ from projections.recall import (
     Recalled,
     RecallPolicy,
     candidates,
-    clauses,
     combined,
     cosine,
     offer,
     page,
     recent,
+    texts_to_score,
 )
 from projections.session import ThreadKey
 from schemas.errors import Forbidden, InvalidEvent, NotFound
@@ -378,8 +378,8 @@ class Memory:
             raise InvalidEvent("exclude", f"lists {len(exclude)} ids; at most {MAX_EXCLUDE}")
         bound = list_binding(route, tenant, subject, agent, shared_only, question, sorted(exclude), fill)
         after = None if cursor is None else _cursor_key(decode_cursor(self._cursors, cursor, bound, 6)[1])
-        texts = [question, *clauses(question)]
-        if self._embedder is not None and question.strip():
+        texts = texts_to_score(question)  # none for a vague question: nothing to encode
+        if self._embedder is not None and question.strip() and texts:
             # the question's vectors are computed (or found in the cache) while the facts load
             pool, vectors = await asyncio.gather(
                 self.pool(tenant, subject, agent, shared_only=shared_only),

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from projections.facts import Fact, SubjectFacts
-from projections.words import STOP_WORDS, index_terms, words
+from projections.words import STOP_WORDS, fold, index_terms, words
 
 SUBJECT = "subject"  # a fact about the subject
 TENANT = "tenant"  # the tenant's knowledge, recalled for every subject
@@ -107,6 +107,44 @@ PageKey = tuple[int, int, float, int, str, str]
 
 
 Candidate = tuple[Fact, str]  # a fact and whom it belongs to
+
+
+# Words that say a question asks for what was said, not for something in it: "what did I tell you before?",
+# "what do you know about me?", "remind me what I said". A question made of the words of one language's
+# list alone (English's with the stop words) is vague: it gets the newest facts, labelled not matched,
+# whatever any fact's words or vector (a fact that happens to say "before" does not answer it). One list
+# per language, so that "what is AI?" is not taken for French ("j'ai").
+_VAGUE_BY_LANGUAGE = {
+    "en": """before earlier previously ago already yet far last time times lately recently once ever now
+        say says said saying tell tells told telling talk talked talking mention mentioned mentions shared
+        know knew known remember remembered recall recalled remind reminding
+        anything everything something stuff thing things all else much more
+        memory memories fact facts info information details about regarding concerning
+        myself us ourselves him her been being had having just also then
+        summary summarize summarise recap repeat""",
+    "fr": """que qu quoi qui est ce ceci cela ça je j tu t te toi moi me m vous nous ai as a avez avons avais
+        avait dit dis dire raconté racontée mentionné appris avant déjà tôt plus sais sait savez savoir
+        connais de du des sur à propos rappelle rappelez rappeler souviens souvenez quelle quelles quel
+        quels chose choses tout tous rien il y""",
+    "de": """was habe hab hast hat ich dir ihnen du sie mich mir uns vorher früher zuvor gesagt erzählt
+        erwähnt weißt wisst wissen über erinnere erinnerst erinnern an schon alles etwas""",
+    "es": """qué que te le les dije dijiste he has dicho contado mencionado antes sabes sabe saber sobre de
+        mí mi me recuérdame recuerdas recuerda lo ya todo algo""",
+    "ru": """что я ты тебе вам вы мне меня обо о мной говорил говорила сказал сказала рассказывал
+        рассказывала раньше до этого прежде знаешь знаете помнишь помните напомни напомните ли уже всё
+        про""",  # noqa: RUF001 (Cyrillic words)
+}
+VAGUE_WORDS = {
+    language: frozenset(fold(word) for word in listed.split()) | (STOP_WORDS if language == "en" else frozenset())
+    for language, listed in _VAGUE_BY_LANGUAGE.items()
+}
+
+
+def vague(question: str) -> bool:
+    """The question asks for what was said, not about anything: its words are all in one language's
+    vague words ("what did I tell you before?"). A question with no word at all is not asked (not vague)."""
+    found = set(words(question))
+    return bool(found) and any(found <= listed for listed in VAGUE_WORDS.values())
 
 
 def candidates(
@@ -199,7 +237,10 @@ Part = tuple[str, Mapping[str, float] | None]  # a question or one of its clause
 def combined(pool: Sequence[Candidate], parts: Sequence[Part], policy: RecallPolicy) -> list[Recalled]:
     """The candidates scored against a question and its clauses (`parts`, the whole question first):
     each fact keeps its best score over the parts, and each clause's best fact stands among the first,
-    so a compound question ("when does the guild meet and what do I owe?") is answered in every part."""
+    so a compound question ("when does the guild meet and what do I owe?") is answered in every part.
+    A vague question scores nothing: [] (`offer` then gives the newest facts, not matched)."""
+    if not parts or vague(parts[0][0]):
+        return []
     rankings = [score(pool, text, policy, similarity) for text, similarity in parts]
     best: dict[str, Recalled] = {}
     for ranking in rankings:
@@ -246,6 +287,12 @@ def clauses(question: str) -> list[str]:
     found = [part.strip() for part in CLAUSE.split(question)]
     found = [part for part in found if any(word not in STOP_WORDS for word in words(part))]
     return found[:MAX_CLAUSES] if len(found) > 1 else []
+
+
+def texts_to_score(question: str) -> list[str]:
+    """What a question is scored by: itself and its clauses; nothing for a vague question (its newest
+    facts are given, and nothing is encoded)."""
+    return [] if vague(question) else [question, *clauses(question)]
 
 
 def recent(pool: Sequence[Candidate], limit: int, exclude: Iterable[str] = ()) -> list[Recalled]:

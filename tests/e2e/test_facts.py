@@ -279,14 +279,14 @@ async def test_recall_finds_ai_and_gives_the_others_after_it_labelled_not_matche
 
 
 async def test_a_vague_question_or_none_gets_the_newest_facts(http: httpx.AsyncClient) -> None:
-    for text in ("my farm is at 300 70 40", "I like short answers", "my dog is called Rex"):
+    for text in ("my farm is at 300 70 40", "I like short answers, as I told you before", "my dog is called Rex"):
         last = await remember(http, "ula", text)
-    for question in ("what did I tell you before?", None):
+    for question in ("what did I tell you before?", "what do you know about me?", None):
         params = {"agent": "any", "after": last["position"], **({"question": question} if question else {})}
         context = (await http.get("/v1/tenants/castle/subjects/ula/context", params=params)).json()
         assert [f["text"] for f in context["facts"]] == [
             "my dog is called Rex",
-            "I like short answers",
+            "I like short answers, as I told you before",  # its words do not answer a vague question
             "my farm is at 300 70 40",
         ], question
         assert not any(f["bears"] for f in context["facts"]) and "not matched" in context["rendered_facts"]

@@ -4,6 +4,7 @@ the rendered groups, exclusion and paging."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from projections.recall import (
     recent,
     render,
     score,
+    texts_to_score,
+    vague,
 )
 from projections.words import index_terms
 
@@ -130,17 +133,63 @@ def test_a_vague_question_gets_the_newest_facts_labelled_not_matched() -> None:
     assert [h.fact.fact_id for h in offer(pool, [], RecallPolicy())][:1] == ["s3"]  # no question at all
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did I tell you before?",
+        "What do you know about me?",
+        "remind me what I said",
+        "What have I told you so far?",
+        "Qu'est-ce que je t'ai dit avant ?",
+        "Was habe ich dir vorher gesagt?",
+        "¿Qué sabes de mí?",
+        "Что я тебе говорил раньше?",
+    ],
+)
+def test_a_vague_question_gets_the_newest_even_when_a_fact_shares_its_words(question: str) -> None:
+    """A fact that says "before" (or "know", "told") does not answer "what did I tell you before?"."""
+    facts = SubjectFacts(
+        (
+            fact("b1", "I always stretch before I tell you what I know about running, so far so good", at=T0),
+            fact("b2", "my dog is called Rex", at=T0 + 1),
+            fact("b3", "je t'ai dit avant: я говорил раньше, ich habe es dir vorher gesagt", at=T0 + 2),
+        ),
+        T0,
+        ALIVE,
+    )
+    pool = candidates(facts, None, agent=None, now_ms=T0)
+    similarity = {"b1": 0.9, "b2": 0.1, "b3": 0.95}  # a model that finds the words, not what is asked
+    assert vague(question) and texts_to_score(question) == []
+    scored = combined(pool, [(question, similarity)], RecallPolicy())
+    given = offer(pool, scored, RecallPolicy())
+    assert [h.fact.fact_id for h in given] == ["b3", "b2", "b1"] and not any(h.bears for h in given)
+    assert {h.how for h in given} == {"recent"}
+    assert rank(pool, question, RecallPolicy(), similarity) != []  # scored alone, the words would have matched
+
+
+@pytest.mark.parametrize(
+    "question", ["what is AI?", "what did I say about my dog?", "where did I store the diamonds?", "before noon?"]
+)
+def test_a_question_about_something_is_not_vague(question: str) -> None:
+    assert not vague(question) and texts_to_score(question)[0] == question
+
+
+ASKING = st.sampled_from(["what", "did", "I", "tell", "you", "before", "know", "about", "me", "said", "que", "дог"])
+
+
 @given(
     st.lists(st.text(alphabet="abc xyz", max_size=12), min_size=1, max_size=8),
-    st.text(alphabet="abc xyz?", max_size=20),
+    st.lists(st.one_of(ASKING, st.text(alphabet="abc xyz?", max_size=6)), max_size=6).map(" ".join),
     st.booleans(),
 )
 def test_recall_is_never_empty_while_the_asker_may_see_a_fact(texts: list[str], question: str, model: bool) -> None:
+    """Whatever the question (vague, of stop words, compound, matching nothing), every fact the asker may
+    see is given, so the first page is never empty (unless strict)."""
     facts = tuple(fact(f"f{n}", text or "x", at=T0 + n) for n, text in enumerate(texts))
     pool = candidates(SubjectFacts(facts, T0, ALIVE), None, agent=None, now_ms=T0)
     similarity = {f.fact_id: (hash(f.text) % 100) / 100 for f in facts} if model else None
     policy = RecallPolicy()
-    given = offer(pool, score(pool, question, policy, similarity), policy)
+    given = offer(pool, combined(pool, [(text, similarity) for text in texts_to_score(question)], policy), policy)
     assert len(given) == len(pool) and {h.fact.fact_id for h in given} == {f.fact_id for f in facts}
     assert page(given, limit=5)[0]
 
