@@ -14,7 +14,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from adapters.mongo_store import mongo_errors
 from projections import namespaces
@@ -26,6 +26,7 @@ from schemas.errors import Conflict, NotFound, StoreUnavailable, SubjectErasing
 ACTIVE = "active"
 ERASING = "erasing"
 KEYS_PER_QUERY = 50
+INDEX_OPTIONS_CONFLICT = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 
 
 class MongoKeyVault:
@@ -122,12 +123,21 @@ class MongoLedger:
         database: the privacy database.
         master: the 32-byte master key from the settings; it keys the digest.
         clock: when an entry is recorded; entries are listed newest first by it.
+        keep_seconds: how long an entry is kept after it was recorded (a TTL index on `at`; MEMLOG_LEDGER_DAYS).
     """
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], master: bytes, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        database: AsyncDatabase[dict[str, Any]],
+        master: bytes,
+        clock: Clock = utc_now,
+        keep_seconds: int = 365 * 86_400,
+    ) -> None:
+        self._database = database
         self._ledger = database["ledger"]
         self._master = master
         self._clock = clock
+        self._keep = keep_seconds
 
     def digest(self, tenant: str, subject: str) -> str:
         return subject_digest(self._master, tenant, subject)
@@ -137,6 +147,7 @@ class MongoLedger:
             await self._ledger.create_index(
                 [("tenant", ASCENDING), ("subject_digest", ASCENDING), ("at", DESCENDING)], name="by_subject_digest"
             )
+            await ensure_ttl(self._database, "ledger", "at", self._keep)
 
     async def record(self, kind: str, *, subject: str | None = None, **fields: Any) -> str:
         entry_id = str(fields.pop("entry_id", None) or uuid.uuid4())
@@ -188,6 +199,18 @@ class MongoLedger:
                 .to_list()
             )
         return found[0] if found else None
+
+
+async def ensure_ttl(database: AsyncDatabase[dict[str, Any]], collection: str, field: str, seconds: int) -> None:
+    """A TTL index on `field` that deletes a document `seconds` after it; a changed setting changes the
+    index in place (collMod), as an index cannot be created again with other options."""
+    try:
+        await database[collection].create_index(field, expireAfterSeconds=seconds, name="aged_out")
+    except OperationFailure as exc:
+        if exc.code not in INDEX_OPTIONS_CONFLICT:
+            raise
+        index = {"name": "aged_out", "expireAfterSeconds": seconds}
+        await database.command({"collMod": collection, "index": index})
 
 
 # MongoDB refuses a document past 16 MiB (BSON's limit). A bundle goes in parts of at most 4 MiB, so a

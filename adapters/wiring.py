@@ -198,8 +198,8 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
     database = mongo[settings.privacy_database]
     master = settings.master_key_bytes()
     vault = MongoKeyVault(database, master)
-    ledger = MongoLedger(database, master)
-    exports = MongoExports(database)
+    ledger = MongoLedger(database, master, keep_seconds=round(settings.ledger_days * 86_400))
+    exports = MongoExports(database, keep_seconds=settings.export_keep_seconds)
     namespaces = MongoNamespaceRegistry(database, settings.app_id)
     replays = MongoReplayRecords(database, settings.app_id)
     return PrivacyStores(

@@ -146,6 +146,12 @@ class Settings(BaseSettings):
         description="How long the ingest topic (<prefix>.ingest, unsealed events of producers without the master "
         "key) keeps a record the worker has not sealed and deleted yet: the bound on its plaintext there.",
     )
+    deadletter_retention_seconds: int = Field(
+        default=604_800,
+        ge=1,
+        description="How long the dead-letter topic keeps a record (it may hold what a producer sent: personal "
+        "data). Applied when the worker starts, to an existing topic too.",
+    )
     mongo_database: str = "memlog"
     batch_size: int = Field(default=500, ge=1, description="Records an agent applies per batch.")
     worker_projections: str = Field(
@@ -232,7 +238,9 @@ class Settings(BaseSettings):
     summarizer_timeout_seconds: float = Field(default=30.0, gt=0)
     facts_max: int = Field(default=30, ge=1, description="Facts kept per subject (000: up to 30).")
     fact_max_chars: int = Field(default=500, ge=1, description="A fact's maximum length; longer is refused.")
-    facts_keep_days: int = Field(default=365, ge=1, description="Facts kept this long after the last question.")
+    facts_keep_days: float = Field(
+        default=365, gt=0, description="Facts kept this long after the last question (fractions too: 0.5 is 12 h)."
+    )
     recall_limit: int = Field(default=5, ge=1, description="Facts supplied with the context (003: a handful).")
     recall_floor: float = Field(
         default=0.5,
@@ -247,7 +255,7 @@ class Settings(BaseSettings):
         "limit of all the asker may see.",
     )
     tenant_facts_max: int = Field(default=200, ge=1, description="Facts a tenant's own knowledge holds.")
-    tenant_facts_keep_days: int = Field(
+    tenant_facts_keep_days: float = Field(
         default=0, ge=0, description="Tenant knowledge is kept this long after its last change; 0: until deleted."
     )
     tenant_facts_from_agents: list[str] = Field(
@@ -273,7 +281,7 @@ class Settings(BaseSettings):
     embeddings_cache_size: int = Field(default=4096, ge=0, description="Questions whose vectors are kept (0: none).")
     embeddings_cache_seconds: float = Field(default=600.0, ge=0, description="... for this long after embedding.")
     trace_sample: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of runs traced (000: all).")
-    trace_days: int = Field(default=7, ge=1, description="Traces are kept this long after the run (000: 7).")
+    trace_days: float = Field(default=7, gt=0, description="Traces are kept this long after the run (000: 7).")
     trace_max_bytes: int = Field(default=786_432, ge=1024, description="A larger run is refused, not truncated.")
     tool_result_timeout_seconds: float = Field(
         default=300.0, gt=0, description="A tool call with no result this long after it was made reads incomplete."
@@ -297,9 +305,11 @@ class Settings(BaseSettings):
         "cannot stop a query whose client went away, so this bounds it too).",
     )
     retention_enabled: bool = Field(default=False, description="Conversation retention; disabled until enabled (004).")
-    retention_main_days: int = Field(default=60, ge=1, description="Age after which a main conversation may go.")
-    retention_task_days: int = Field(default=30, ge=1, description="... a task conversation.")
-    retention_subagent_days: int = Field(default=7, ge=1, description="... a subagent conversation.")
+    retention_main_days: float = Field(
+        default=60, gt=0, description="Age after which a main conversation may go (days; fractions too)."
+    )
+    retention_task_days: float = Field(default=30, gt=0, description="... a task conversation.")
+    retention_subagent_days: float = Field(default=7, gt=0, description="... a subagent conversation.")
     retention_check_seconds: float = Field(
         default=3600.0,
         ge=0,
@@ -373,6 +383,21 @@ class Settings(BaseSettings):
     privacy_database: str = Field(
         default="memlog_privacy", description="MongoDB database of the key vault, ledger and exports (no namespace)."
     )
+    export_keep_seconds: int = Field(
+        default=86_400, ge=1, description="An export bundle is deleted this long after it was made (a TTL index)."
+    )
+    ledger_days: float = Field(
+        default=365,
+        gt=0,
+        description="A ledger entry (digests and counts, no content) is deleted this long after it was recorded. "
+        "At least MEMLOG_INGEST_RETENTION_SECONDS: the ingest sealer asks the ledger about erasures that long.",
+    )
+    compact_after_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="After an erasure or a retention purge, the worker's privacy set rewrites the storage "
+        "engines' files within this long (`memlog compact`, by itself); 0: only by command.",
+    )
     key_cache_seconds: float = Field(default=5.0, ge=0, description="How long a process caches a data key to read.")
     replay_batch: int = Field(
         default=60_000,
@@ -401,6 +426,11 @@ class Settings(BaseSettings):
             raise ValueError("MEMLOG_REDIS_TLS_CERTFILE and MEMLOG_REDIS_TLS_KEYFILE go together")
         self.worker_set()  # names its problem
         self.up_sets()
+        if self.ledger_days * 86_400 < self.ingest_retention_seconds:
+            raise ValueError(
+                f"MEMLOG_LEDGER_DAYS={self.ledger_days} is shorter than MEMLOG_INGEST_RETENTION_SECONDS="
+                f"{self.ingest_retention_seconds}: the ingest sealer would miss erasures it must honour"
+            )
         if self.min_insync_replicas is not None and self.min_insync_replicas > self.replication:
             raise ValueError(
                 f"MEMLOG_MIN_INSYNC_REPLICAS={self.min_insync_replicas} exceeds MEMLOG_REPLICATION="
@@ -448,9 +478,9 @@ class Settings(BaseSettings):
         return FactPolicy(
             max_facts=self.facts_max,
             max_chars=self.fact_max_chars,
-            keep_ms=self.facts_keep_days * 86_400_000,
+            keep_ms=round(self.facts_keep_days * 86_400_000),
             tenant_max_facts=self.tenant_facts_max,
-            tenant_keep_ms=self.tenant_facts_keep_days * 86_400_000,
+            tenant_keep_ms=round(self.tenant_facts_keep_days * 86_400_000),
         )
 
     def recall_policy(self) -> RecallPolicy:

@@ -531,7 +531,7 @@ class RetentionPolicy:
     days and subagent 7 days." Disabled until enabled."""
 
     enabled: bool = False
-    days: Mapping[str, int] = field(default_factory=lambda: {"main": 60, "task": 30, "subagent": 7})
+    days: Mapping[str, float] = field(default_factory=lambda: {"main": 60, "task": 30, "subagent": 7})
 
 
 @dataclass(frozen=True)

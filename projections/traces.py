@@ -42,7 +42,7 @@ def redact_run(run: RunTraced, redactor: Redactor) -> RunTraced:
     )
 
 
-def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[str, Any]:
+def trace_document(run: RunTraced, redactor: Redactor, keep_days: float) -> dict[str, Any]:
     """The stored trace: redacted again here, kept `keep_days` after the run ended (TRACE_DAYS)."""
     clean = redact_run(run, redactor)
     env = clean.envelope
@@ -56,7 +56,7 @@ def trace_document(run: RunTraced, redactor: Redactor, keep_days: int) -> dict[s
         "started_at": clean.started_at,
         "ended_at": clean.ended_at,
         # a run ending near the end of time is kept until then: past int64, MongoDB could store nothing
-        "expires_at": min(clean.ended_at + keep_days * DAY_MS, INT64_MAX),
+        "expires_at": min(clean.ended_at + round(keep_days * DAY_MS), INT64_MAX),
         "steps": [step.__dict__ for step in clean.steps],
         "tool_calls": [call.__dict__ for call in clean.tool_calls],
         # seed 004, "Evidence and completion": the exchange (and its tool call) this run served, in its thread

@@ -83,6 +83,12 @@ class Metrics:
             ["projection"],
             registry=self.registry,
         )
+        self.compacted = Gauge(
+            "memlog_storage_compacted_timestamp_seconds",
+            "When the storage engines' files were last rewritten after erasures or purges (unix seconds; 0: "
+            "not since this worker started and none in the ledger). MEMLOG_COMPACT_AFTER_SECONDS bounds the wait.",
+            registry=self.registry,
+        )
         self.watchdog = Counter(
             "memlog_watchdog_actions",
             "What a worker's watchdog did about a stall: restart (its consumer) or exit (for a supervisor to restart).",

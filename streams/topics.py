@@ -44,7 +44,7 @@ def retention_needed(settings: Settings, topic: str) -> int:
     holds the subject's questions, seed 000).
     """
     if topic == settings.topic("traces"):
-        return settings.trace_days * 86_400_000
+        return round(settings.trace_days * 86_400_000)
     return FOREVER
 
 
@@ -54,10 +54,39 @@ def topic_configs(settings: Settings, topic: str) -> dict[str, str]:
     configs = {"max.message.bytes": str(settings.max_message_bytes)}
     if settings.min_insync_replicas is not None:  # with acks=all, how many replicas hold a record before it counts
         configs["min.insync.replicas"] = str(settings.min_insync_replicas)
-    if topic != settings.deadletter_topic:  # dead letters keep the broker's default: an operator's call
+    if topic == settings.deadletter_topic:
+        configs.update(deadletter_configs(settings))
+    else:
         configs["retention.ms"] = str(retention_needed(settings, topic))
         configs["retention.bytes"] = str(FOREVER)
     return configs
+
+
+def deadletter_configs(settings: Settings) -> dict[str, str]:
+    """A dead letter may hold what a producer sent (personal data): kept MEMLOG_DEADLETTER_RETENTION_SECONDS,
+    in segments that roll at least daily (Kafka deletes whole segments), so it is gone at most a day later."""
+    ms = settings.deadletter_retention_seconds * 1000
+    return {"retention.ms": str(ms), "segment.ms": str(min(ms, 86_400_000)), "retention.bytes": str(FOREVER)}
+
+
+async def apply_deadletter_retention(settings: Settings) -> None:
+    """Set the dead-letter topic's retention to the setting, on a topic made earlier too. AlterConfigs
+    replaces the topic's whole set: it gets every setting memlog gives it when it creates it."""
+    admin = AIOKafkaAdminClient(**kafka_options(settings), request_timeout_ms=15000)
+    try:
+        await admin.start()
+        topic = settings.deadletter_topic
+        responses = await admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, topic_configs(settings, topic))]
+        )
+    except KafkaError as exc:
+        raise LogUnavailable(f"kafka at {settings.bootstrap}: {exc}") from exc
+    finally:
+        await admin.close()
+    for response in responses:
+        for code, message, *_ in response.resources:
+            if code:
+                raise ServiceSetupError(f"the retention of {topic} was refused: {code} {message}")
 
 
 async def ensure_topics(settings: Settings) -> list[str]:

@@ -31,6 +31,7 @@ from schemas.errors import LogUnavailable, StoreUnavailable
 from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVENTS
 from streams import shutdown
 from streams.app import create_app
+from streams.compaction import compact_on_timer, compact_storage
 from streams.consumer import FaustConsumer
 from streams.faults import FaultHooks
 from streams.folds import FoldScheduler, FoldService
@@ -49,7 +50,7 @@ from streams.steps.facts import FactActivityStep, FactStep
 from streams.steps.privacy import PrivacyStep, SubjectData
 from streams.steps.sessions import SessionStep
 from streams.steps.traces import TraceStep
-from streams.topics import check_retention, ensure_topics
+from streams.topics import apply_deadletter_retention, check_retention, ensure_topics
 from streams.tracing import setup_tracing
 from streams.watchdog import Watchdog
 
@@ -326,6 +327,8 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
             settings.retention_check_seconds,
             shared.ledger,
         )
+        compact = partial(compact_storage, settings, mongo, redis, shared.namespaces)
+        compact_on_timer(app, shared.ledger, compact, settings.compact_after_seconds, metrics)
     if "sessions" in settings.worker_set():  # the sessions' workers seal what the ingest topic holds
         ingest_on(app, IngestSealer(settings, codec, producer, shared.ledger, dead_letters.send))
     resume = ResumeFromCheckpoints(app, projectors)
@@ -374,6 +377,7 @@ def run_worker(settings: Settings) -> None:
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings))
     loop.run_until_complete(check_retention(settings))
+    loop.run_until_complete(apply_deadletter_retention(settings))
     namespace = loop.run_until_complete(active_namespace(settings))
     scoped = settings.model_copy(update={"namespace": namespace})
     log.info("worker writes into namespace %s (consumer group %s)", namespace, scoped.group_id)

@@ -83,15 +83,16 @@ async def compact_storage(settings: Settings) -> list[str]:
     this app the registry holds are compacted, and Redis rewrites its files (docs/operators/erasure.md, "What an erasure
     removes")."""
     from adapters import connections
-    from adapters.maintenance import compact_mongo, rewrite_redis
     from adapters.wiring import open_privacy
+    from streams import compaction
 
     mongo, redis = connections.mongo(settings), connections.redis_client(settings)
     try:
-        recorded = {entry.namespace for entry in await open_privacy(settings, mongo).namespaces.entries()}
-        recorded.add(settings.namespace)
-        databases = sorted(settings.model_copy(update={"namespace": name}).mongo_db_name for name in recorded)
-        return [*await compact_mongo(mongo, [settings.privacy_database, *databases]), await rewrite_redis(redis)]
+        privacy = open_privacy(settings, mongo)
+        started = dt.datetime.now(dt.UTC)
+        lines = await compaction.compact_storage(settings, mongo, redis, privacy.namespaces)
+        await privacy.ledger.record(compaction.COMPACTED, covers_until=started, done=lines, by="operator")
+        return lines
     finally:
         await mongo.close()
         await redis.aclose()

@@ -17,7 +17,7 @@ from streams.projector import advance_past
 
 
 class TraceStep:
-    def __init__(self, store: TraceStore, marks: ServedMarks, redactor: Redactor, keep_days: int) -> None:
+    def __init__(self, store: TraceStore, marks: ServedMarks, redactor: Redactor, keep_days: float) -> None:
         self._store = store
         self._marks = marks
         self._redactor = redactor
