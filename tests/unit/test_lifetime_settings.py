@@ -46,7 +46,7 @@ def test_the_deadletter_topic_keeps_a_record_for_its_setting_in_segments_that_ro
 
 
 def test_a_ledger_kept_less_than_the_ingest_topic_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="MEMLOG_LEDGER_DAYS=0.01 is shorter than MEMLOG_INGEST_RETENTION"):
+    with pytest.raises(ValidationError, match=r"MEMLOG_LEDGER_DAYS=0\.01 is shorter than MEMLOG_INGEST_RETENTION"):
         Settings(home=tmp_path, ledger_days=0.01)
     assert Settings(home=tmp_path, ledger_days=0.01, ingest_retention_seconds=60).ledger_days == 0.01
 
