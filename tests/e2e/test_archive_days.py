@@ -3,21 +3,15 @@ right local days in the calendar, under `day=` on search and on export; unknown 
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-tz"
 HOUR = 3_600_000
 OPS = ("compact", "reset", "rename", "fork", "archive")
@@ -49,24 +43,8 @@ SPRING = {
 
 
 @pytest.fixture(scope="module")
-def day_settings(stack: Settings) -> Settings:
-    return unique_settings(stack, api_port=free_port())
-
-
-@pytest.fixture(scope="module")
-def running(day_settings: Settings) -> Iterator[tuple[MemlogProcess, MemlogProcess]]:
-    asyncio.run(ensure_topics(day_settings))
-    worker = start_worker(day_settings, LOGS)
-    api = start_api(day_settings, LOGS)
-    yield worker, api
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(day_settings: Settings, running: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{day_settings.api_port}", timeout=60) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog()
 
 
 def thread(subject: str) -> str:

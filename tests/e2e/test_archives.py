@@ -6,7 +6,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,50 +13,18 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from memlog.processes import settings_env
+from tests.e2e.conftest import StartMemlog, exchange, post_exchange
 from tests.kafka import end_offsets
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 MEMLOG = str(Path(sys.executable).parent / "memlog")  # the console script make install puts beside python
 TENANT = "castle-eu-1"
 DAY = 86_400_000
 
 
 @pytest.fixture(scope="module")
-def archive_settings(stack: Settings) -> Settings:
-    return unique_settings(
-        stack, api_port=free_port(), fork_entries=3, retention_enabled=True, fold_keep_min=1, fold_keep_max=1
-    )
-
-
-@pytest.fixture(scope="module")
-def running(archive_settings: Settings) -> Iterator[tuple[MemlogProcess, MemlogProcess]]:
-    asyncio.run(ensure_topics(archive_settings))
-    worker = start_worker(archive_settings, LOGS)
-    api = start_api(archive_settings, LOGS)
-    yield worker, api
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(archive_settings: Settings, running: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{archive_settings.api_port}", timeout=60) as client:
-        yield client
-
-
-async def post(http: httpx.AsyncClient, body: dict[str, Any] | str) -> dict[str, Any]:
-    content = body if isinstance(body, str) else json.dumps(body)
-    response = await http.post("/v1/exchanges", content=content, headers={"content-type": "application/json"})
-    assert response.status_code == 202, response.text
-    accepted: dict[str, Any] = response.json()
-    return accepted
-
-
-def exchange(subject: str, question: str, answer: str, **extra: Any) -> dict[str, Any]:
-    return {"tenant": TENANT, "subject": subject, "question": question, "answer": answer, **extra}
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(fork_entries=3, retention_enabled=True, fold_keep_min=1, fold_keep_max=1)
 
 
 def thread(subject: str) -> str:
@@ -80,7 +47,7 @@ async def test_originals_keep_escaped_nul_and_lone_surrogates_byte_for_byte(http
         '{"tenant":"castle-eu-1","subject":"nul-ann","question":"nul \\u0000 here, lone \\ud800 there",'
         ' "answer": "fine \\udc00", "tool_calls": [{"name":"t","arguments":{"k":"\\u0000"},"result":"\\ud83d"}]}'
     )
-    accepted = await post(http, raw)
+    accepted = await post_exchange(http, raw)
     held = await http.get(
         f"{thread('nul-ann')}/entries/{accepted['exchange_id']}.q/original", params={"after": accepted["position"]}
     )
@@ -102,14 +69,14 @@ async def test_originals_keep_escaped_nul_and_lone_surrogates_byte_for_byte(http
 
 
 async def test_twenty_parallel_identical_appends_make_one_entry_and_one_event(
-    http: httpx.AsyncClient, archive_settings: Settings
+    http: httpx.AsyncClient, live: Settings
 ) -> None:
-    before = await end_offsets(archive_settings)
-    body = exchange("idem-ann", "once only?", "once.", idempotency_key="k-20")
-    answers = await asyncio.gather(*(post(http, body) for _ in range(20)))
+    before = await end_offsets(live)
+    body = exchange(TENANT, "idem-ann", "once only?", "once.", idempotency_key="k-20")
+    answers = await asyncio.gather(*(post_exchange(http, body) for _ in range(20)))
     assert len({(a["exchange_id"], a["position"]) for a in answers}) == 1
     assert sorted(a["idempotent"] for a in answers) == [False] + [True] * 19
-    after = await end_offsets(archive_settings)
+    after = await end_offsets(live)
     assert sum(after.values()) - sum(before.values()) == 2  # one question, one answer
     page = await export(http, "idem-ann", after=answers[0]["position"])
     assert [e["entry_id"] for e in page["entries"]] == [
@@ -122,7 +89,7 @@ async def test_twenty_parallel_identical_appends_make_one_entry_and_one_event(
 async def test_compact_reset_and_search_scopes(http: httpx.AsyncClient) -> None:
     s = "ops-ann"
     for q, a in [("where is the red chest", "by the gate"), ("what about diamonds", "twelve"), ("and torches", "3")]:
-        last = await post(http, exchange(s, q, a))  # now: the session is alive to be folded
+        last = await post_exchange(http, exchange(TENANT, s, q, a))  # now: the session is alive to be folded
     await _wait_session(http, s, last["position"])
     compacted = await http.post(f"{thread(s)}/conversations/main/compact")
     assert compacted.status_code == 202, compacted.text
@@ -132,7 +99,7 @@ async def test_compact_reset_and_search_scopes(http: httpx.AsyncClient) -> None:
     assert any(e["role"] == "summary" and e["enters_prompt"] is False for e in page["entries"])
     assert all(e["archives"] for e in page["entries"] if e["role"] != "summary")  # the whole generation, first
     reset = await http.post(f"{thread(s)}/conversations/main/reset", json={"reason": "new quest"})
-    after_reset = await post(http, exchange(s, "the red chest again", "empty now"))
+    after_reset = await post_exchange(http, exchange(TENANT, s, "the red chest again", "empty now"))
     await _wait_archive(http, s, after_reset["position"])
     current = await export(http, s)
     assert [e["text"] for e in current["entries"] if e["role"] == "question"] == ["the red chest again"]
@@ -160,7 +127,7 @@ async def test_search_ranking_bounds_and_cursor_binding(http: httpx.AsyncClient)
         "x " * 300 + "diamond pickaxe far into a long text",  # phrase, long: excerpt bounded
     ]
     for n, text in enumerate(texts):
-        last = await post(http, exchange(s, text, "ok", occurred_at=1_795_000_000_000 + n * DAY))
+        last = await post_exchange(http, exchange(TENANT, s, text, "ok", occurred_at=1_795_000_000_000 + n * DAY))
     await _wait_archive(http, s, last["position"])
     page = (await search(http, s, "diamond pickaxe", neighbours=0)).json()
     excerpts = [r["excerpt"] for r in page["results"]]
@@ -200,7 +167,7 @@ async def test_a_late_sorting_word_of_a_5000_token_tool_result_is_found(http: ht
     s = "long-ann"
     rows = " ".join(f"w{n:05d}" for n in range(4_999)) + " zymurgy"  # 5,000 distinct tokens; the last sorts last
     call = {"name": "inventory", "arguments": {"all": True}, "result": {"rows": rows}}
-    last = await post(http, exchange(s, "list everything in the vault", "done", tool_calls=[call]))
+    last = await post_exchange(http, exchange(TENANT, s, "list everything in the vault", "done", tool_calls=[call]))
     await _wait_archive(http, s, last["position"])
     for word in ("zymurgy", "w04998"):
         page = (await search(http, s, word, neighbours=0)).json()
@@ -211,7 +178,7 @@ async def test_a_late_sorting_word_of_a_5000_token_tool_result_is_found(http: ht
 async def test_rename_fork_archive_and_purge(http: httpx.AsyncClient) -> None:
     s = "fork-ann"
     for n in range(3):
-        last = await post(http, exchange(s, f"question {n}", f"answer {n}"))
+        last = await post_exchange(http, exchange(TENANT, s, f"question {n}", f"answer {n}"))
     await _wait_archive(http, s, last["position"])
     forked = await http.post(f"{thread(s)}/conversations/main/fork", json={"target": "side"})
     assert forked.status_code == 202, forked.text
@@ -243,10 +210,10 @@ async def test_rename_fork_archive_and_purge(http: httpx.AsyncClient) -> None:
 async def test_export_is_one_snapshot_while_appends_continue(http: httpx.AsyncClient) -> None:
     s = "export-ann"
     for n in range(5):
-        last = await post(http, exchange(s, f"line {n}", f"reply {n}"))
+        last = await post_exchange(http, exchange(TENANT, s, f"line {n}", f"reply {n}"))
     await _wait_archive(http, s, last["position"])
     first = await export(http, s, limit=4)
-    writer = asyncio.gather(*(post(http, exchange(s, f"late {n}", "x")) for n in range(5)))
+    writer = asyncio.gather(*(post_exchange(http, exchange(TENANT, s, f"late {n}", "x")) for n in range(5)))
     texts = [e["text"] for e in first["entries"]]
     cursor = first["next_cursor"]
     while cursor:
@@ -264,10 +231,10 @@ async def test_export_is_one_snapshot_while_appends_continue(http: httpx.AsyncCl
 async def test_retention_previews_then_deletes_only_with_confirmation(http: httpx.AsyncClient) -> None:
     s = "old-ann"
     old = 1_700_000_000_000
-    await post(http, exchange(s, "old main", "a", occurred_at=old))
-    await post(http, exchange(s, "old task", "a", occurred_at=old, conversation="task-1"))
-    await post(http, exchange(s, "kept", "a", occurred_at=old, conversation="task-2"))
-    running = await post(
+    await post_exchange(http, exchange(TENANT, s, "old main", "a", occurred_at=old))
+    await post_exchange(http, exchange(TENANT, s, "old task", "a", occurred_at=old, conversation="task-1"))
+    await post_exchange(http, exchange(TENANT, s, "kept", "a", occurred_at=old, conversation="task-2"))
+    running = await post_exchange(
         http, {"tenant": TENANT, "subject": s, "question": "waiting", "occurred_at": old, "conversation": "task-3"}
     )
     finished = await http.post(  # seed 004: a task conversation goes only once finished (its terminal marker)
@@ -303,7 +270,7 @@ async def _wait_session(http: httpx.AsyncClient, subject: str, position: str) ->
 
 async def test_renaming_or_purging_the_current_conversation_empties_the_session(http: httpx.AsyncClient) -> None:
     s = "session-ann"
-    first = await post(http, exchange(s, "remember the red gate", "noted"))
+    first = await post_exchange(http, exchange(TENANT, s, "remember the red gate", "noted"))
     context = (await http.get(f"/v1/tenants/{TENANT}/subjects/{s}/context", params={"after": first["position"]})).json()
     assert [e["question"] for e in context["exchanges"]] == ["remember the red gate"]
     renamed = await http.post(f"{thread(s)}/conversations/main/rename", json={"target": "before"})
@@ -314,8 +281,8 @@ async def test_renaming_or_purging_the_current_conversation_empties_the_session(
     moved = await export(http, s, "before", after=renamed.json()["position"])  # the archive applies it apart
     assert [e["text"] for e in moved["entries"]] == ["remember the red gate", "noted"]
     # a conversation other than main never shows in the session
-    side = await post(http, exchange(s, "side question", "side answer", conversation="before"))
-    later = await post(http, exchange(s, "a new main question", "yes"))
+    side = await post_exchange(http, exchange(TENANT, s, "side question", "side answer", conversation="before"))
+    later = await post_exchange(http, exchange(TENANT, s, "a new main question", "yes"))
     context = (
         await http.get(
             f"/v1/tenants/{TENANT}/subjects/{s}/context", params={"after": f"{side['position']},{later['position']}"}
@@ -331,8 +298,8 @@ async def test_renaming_or_purging_the_current_conversation_empties_the_session(
     assert len((await export(http, s, "before"))["entries"]) == 4
 
 
-def test_the_cli_previews_retention_and_lists_conversations(archive_settings: Settings, running: Any) -> None:
-    env = settings_env(archive_settings)
+def test_the_cli_previews_retention_and_lists_conversations(live: Settings) -> None:
+    env = settings_env(live)
     preview = subprocess.run(
         [MEMLOG, "retention", TENANT, "--now", str(1_700_000_000_000 + 400 * DAY)],
         env=env,

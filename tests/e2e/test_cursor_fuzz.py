@@ -14,24 +14,20 @@ import asyncio
 import base64
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from projections.archives import binding
 from projections.calendar import zone
 from projections.cursors import Cursors
 from projections.paging import list_binding
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TAG = uuid.uuid4().hex[:8]
 TENANTS = (f"fuzz-a-{TAG}", f"fuzz-b-{TAG}")
 OPERATOR = f"op-{TAG}"
@@ -167,24 +163,8 @@ ROUTES = (
 
 
 @pytest.fixture(scope="module")
-def fuzz_settings(stack: Settings) -> Settings:
-    return unique_settings(stack, api_port=free_port(), backend_tokens=BACKENDS, operator_tokens=[OPERATOR])
-
-
-@pytest.fixture(scope="module")
-def running(fuzz_settings: Settings) -> Iterator[tuple[MemlogProcess, MemlogProcess]]:
-    asyncio.run(ensure_topics(fuzz_settings))
-    worker = start_worker(fuzz_settings, LOGS)
-    api = start_api(fuzz_settings, LOGS)
-    yield worker, api
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(fuzz_settings: Settings, running: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{fuzz_settings.api_port}", timeout=60) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(backend_tokens=BACKENDS, operator_tokens=[OPERATOR])
 
 
 async def _ok(response: httpx.Response, status: int = 202) -> dict[str, Any]:
@@ -260,7 +240,7 @@ class Tally:
 
 
 async def test_no_forged_cursor_reaches_a_decoder_or_another_tenants_data(
-    http: httpx.AsyncClient, fuzz_settings: Settings
+    http: httpx.AsyncClient, live: Settings
 ) -> None:
     await asyncio.gather(*(seed(http, tenant) for tenant in TENANTS))
     genuine: dict[tuple[str, str], str] = {}
@@ -273,7 +253,7 @@ async def test_no_forged_cursor_reaches_a_decoder_or_another_tenants_data(
             more = await route.page(http, tenant, cursor)
             assert more.status_code == 200, (route.name, more.text[:300])
             genuine[(route.name, tenant)] = cursor
-    cursors = Cursors.derived(fuzz_settings.master_key_bytes())
+    cursors = Cursors.derived(live.master_key_bytes())
     for route in ROUTES:  # the test binds as the server does: a signed payload below reaches the decoder
         assert cursors.open(genuine[(route.name, TENANTS[0])], route.bound(TENANTS[0])) is not None, route.name
     odd = odd_payloads()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,36 +11,17 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.processes import free_port
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 from tests.kafka import consume_all, end_offsets
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
-
 
 @pytest.fixture(scope="module")
-def e2e_settings(stack: Settings) -> Settings:
-    return unique_settings(stack, api_port=free_port(), worker_metrics_port=free_port())
-
-
-@pytest.fixture(scope="module")
-def running(e2e_settings: Settings) -> Iterator[tuple[MemlogProcess, MemlogProcess]]:
-    asyncio.run(ensure_topics(e2e_settings))
-    worker = start_worker(e2e_settings, LOGS)
-    api = start_api(e2e_settings, LOGS)
-    yield worker, api
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(e2e_settings: Settings, running: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{e2e_settings.api_port}", timeout=30) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(worker_metrics_port=free_port())
 
 
 def chest(subject: str) -> dict[str, Any]:
@@ -113,7 +92,7 @@ async def test_a_retried_exchange_with_its_idempotency_key_is_recorded_once(http
 
 
 async def test_invalid_input_answers_422_naming_the_field_and_produces_nothing(
-    http: httpx.AsyncClient, e2e_settings: Settings
+    http: httpx.AsyncClient, live: Settings
 ) -> None:
     cases = [
         ({**CHEST, "subject": ""}, "subject"),
@@ -123,12 +102,12 @@ async def test_invalid_input_answers_422_naming_the_field_and_produces_nothing(
         ({**CHEST, "tenant": "bad\u0007name"}, "tenant"),
         ({**CHEST, "occurred_at": now_ms() + 3 * 86_400_000}, "occurred_at"),  # the broker refuses it
     ]
-    before = await end_offsets(e2e_settings)
+    before = await end_offsets(live)
     for payload, field in cases:
         response = await http.post("/v1/exchanges", json=payload)
         assert response.status_code == 422, payload
         assert field in str(response.json()["detail"][0]["loc"]), response.text
-    assert await end_offsets(e2e_settings) == before
+    assert await end_offsets(live) == before
     bad_token = await http.get("/v1/tenants/t/subjects/s/context", params={"after": "nonsense"})
     assert bad_token.status_code == 422 and "after" in bad_token.text
 
@@ -140,21 +119,21 @@ async def test_a_read_after_a_position_never_applied_answers_503_with_retry_afte
 
 
 async def test_garbage_on_the_threads_topic_is_dead_lettered_and_the_next_exchange_projected(
-    http: httpx.AsyncClient, e2e_settings: Settings
+    http: httpx.AsyncClient, live: Settings
 ) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=e2e_settings.bootstrap, acks="all")
+    producer = AIOKafkaProducer(bootstrap_servers=live.bootstrap, acks="all")
     await producer.start()
-    before = (await http.get("/readyz")).json()["dead_letters"].get(e2e_settings.threads_topic, 0)
+    before = (await http.get("/readyz")).json()["dead_letters"].get(live.threads_topic, 0)
     garbage = b"\xde\xad not avro at all"
     from schemas.events import record_key
 
-    meta = await producer.send_and_wait(e2e_settings.threads_topic, garbage, key=record_key("castle-eu-1", "steve-4"))
+    meta = await producer.send_and_wait(live.threads_topic, garbage, key=record_key("castle-eu-1", "steve-4"))
     await producer.stop()
     accepted = (await http.post("/v1/exchanges", json=chest("steve-4"))).json()
     assert accepted["position"].split(".")[1] == str(meta.partition)  # same partition, after the poison
     ctx = await http.get("/v1/tenants/castle-eu-1/subjects/steve-4/context", params={"after": accepted["position"]})
     assert ctx.status_code == 200 and len(ctx.json()["exchanges"]) == 1
-    letters = await consume_all(e2e_settings, e2e_settings.deadletter_topic, 3)
+    letters = await consume_all(live, live.deadletter_topic, 3)
     codec = Codec(Catalog())
     decoded = [codec.decode(value).record for *_, value in letters]
     assert {d["consumer"] for d in decoded} == {"sessions", "archive", "facts-activity"}
@@ -163,7 +142,7 @@ async def test_garbage_on_the_threads_topic_is_dead_lettered_and_the_next_exchan
         assert (letter["source_partition"], letter["source_offset"]) == (meta.partition, meta.offset)
         assert "not a memlog event" in letter["error"]
     ready = (await http.get("/readyz")).json()
-    assert ready["dead_letters"] == {e2e_settings.threads_topic: before + 3}
+    assert ready["dead_letters"] == {live.threads_topic: before + 3}
 
 
 async def test_health_and_openapi(http: httpx.AsyncClient) -> None:
@@ -186,9 +165,7 @@ async def test_health_and_openapi(http: httpx.AsyncClient) -> None:
     }
 
 
-async def test_the_api_and_the_worker_export_prometheus_metrics(
-    http: httpx.AsyncClient, e2e_settings: Settings
-) -> None:
+async def test_the_api_and_the_worker_export_prometheus_metrics(http: httpx.AsyncClient, live: Settings) -> None:
     accepted = (await http.post("/v1/exchanges", json=chest("steve-metrics"))).json()
     await http.get("/v1/tenants/castle-eu-1/subjects/steve-metrics/context", params={"after": accepted["position"]})
     api = (await http.get("/metrics")).text
@@ -196,7 +173,7 @@ async def test_the_api_and_the_worker_export_prometheus_metrics(
     assert "memlog_recall_seconds_count" in api
     assert 'memlog_consumer_lag{partition="0",projection="sessions",topic="threads"}' in api
     async with httpx.AsyncClient(timeout=10) as client:
-        worker = (await client.get(f"http://127.0.0.1:{e2e_settings.worker_metrics_port}/metrics")).text
+        worker = (await client.get(f"http://127.0.0.1:{live.worker_metrics_port}/metrics")).text
     applied = [
         line for line in worker.splitlines() if line.startswith('memlog_events_applied_total{projection="sessions"}')
     ]

@@ -3,44 +3,22 @@ the `Next-Cursor` header give the whole ledger once, newest first, and a cursor 
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = f"castle-ledger-{uuid.uuid4().hex[:8]}"  # the ledger lives in the shared privacy database
 SUBJECTS = [f"gone-{n}" for n in range(4)]
 
 
 @pytest.fixture(scope="module")
-def ledger_settings(stack: Settings) -> Settings:
-    return unique_settings(stack, api_port=free_port())
-
-
-@pytest.fixture(scope="module")
-def running(ledger_settings: Settings) -> Iterator[tuple[MemlogProcess, MemlogProcess]]:
-    asyncio.run(ensure_topics(ledger_settings))
-    worker = start_worker(ledger_settings, LOGS)
-    api = start_api(ledger_settings, LOGS)
-    yield worker, api
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(ledger_settings: Settings, running: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{ledger_settings.api_port}", timeout=60) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog()
 
 
 async def pages(http: httpx.AsyncClient, limit: int, **params: Any) -> list[list[dict[str, Any]]]:

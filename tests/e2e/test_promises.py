@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,39 +23,16 @@ import pytest
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from memlog.processes import settings_env
+from tests.e2e.conftest import StartMemlog, recorded
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-promises"
 ARCHIVE_COLLECTIONS = ("entry_groups", "conversations", "entries", "archive")
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port())
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
-    yield settings
-    for process in reversed(processes):
-        process.stop()
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
-
-
-async def post(http: httpx.AsyncClient, subject: str, question: str, answer: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"tenant": TENANT, "subject": subject, "question": question, **extra}
-    if answer is not None:
-        body["answer"] = answer
-    response = await http.post("/v1/exchanges", json=body)
-    assert response.status_code == 202, response.text
-    position: str = response.json()["position"]
-    return position
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog()
 
 
 async def context(http: httpx.AsyncClient, subject: str, after: str | None = None) -> dict[str, Any]:
@@ -77,9 +52,9 @@ async def test_a_read_between_32k_and_42k_tokens_answers_unfolded_and_the_worker
 ) -> None:
     subject = "fold-after"
     for number in range(3):  # about 27,000 tokens, answered
-        await post(http, subject, f"question {number} " + "stone " * 9_000, f"answer {number}")
+        await recorded(http, TENANT, subject, f"question {number} " + "stone " * 9_000, f"answer {number}")
     # the fourth question takes the session to about 36,000 tokens; its answer has not come yet
-    asked = await post(http, subject, "question 3 " + "stone " * 9_000, exchange_id="fold-after-3")
+    asked = await recorded(http, TENANT, subject, "question 3 " + "stone " * 9_000, exchange_id="fold-after-3")
     ctx = await context(http, subject, asked)
     assert 32_000 < ctx["tokens"] < 42_000
     assert ctx["summary_notice"] is None and ctx["summary"] == "" and len(ctx["exchanges"]) == 4  # at once
@@ -146,10 +121,10 @@ async def test_a_context_read_returns_no_archived_material_and_makes_no_archive_
     http: httpx.AsyncClient, live: Settings
 ) -> None:
     subject = "no-recall"
-    await post(http, subject, "where is the obsidian lantern?", "under the third willow")
+    await recorded(http, TENANT, subject, "where is the obsidian lantern?", "under the third willow")
     reset = await http.post(f"{thread(subject)}/conversations/main/reset", json={"reason": "new quest"})
     assert reset.status_code == 202, reset.text
-    last = await post(http, subject, "what now?", "follow the river")
+    last = await recorded(http, TENANT, subject, "what now?", "follow the river")
     # the archive holds the old generation: an explicit search finds it
     found = await http.get(
         f"{thread(subject)}/search", params={"q": "obsidian lantern", "scope": "history", "after": last}
@@ -167,7 +142,7 @@ async def test_a_context_read_returns_no_archived_material_and_makes_no_archive_
 
 async def test_an_entry_live_and_in_a_fork_or_reset_archive_resolves_to_the_live_one(http: httpx.AsyncClient) -> None:
     subject = "live-wins"
-    last = await post(http, subject, "which gate is open?", "the red gate", exchange_id="gate-1")
+    last = await recorded(http, TENANT, subject, "which gate is open?", "the red gate", exchange_id="gate-1")
     forked = await http.post(
         f"{thread(subject)}/conversations/main/fork", json={"target": "side"}, params={"after": last}
     )

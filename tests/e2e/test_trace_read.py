@@ -3,24 +3,18 @@ and shown by the trace page to a viewer holding an operator token. memlog's own 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 from tests.unit.secret_corpus import PLAIN, SHAPED, carried
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-trace"
 BACKEND = {"Authorization": "Bearer tok-castle"}
 OPERATOR = {"Authorization": "Bearer tok-dev"}
@@ -28,25 +22,12 @@ PROMPT = "DEVELOPER-SEES-THIS-PROMPT"
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
-        stack,
-        api_port=free_port(),
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(
         backend_tokens={"tok-castle": TENANT},
         operator_tokens=["tok-dev"],
         read_wait_seconds=60,  # the first read may come before the new worker has joined its group (a busy CI)
     )
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
-    yield settings
-    for process in reversed(processes):
-        process.stop()
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
 
 
 def secret_run(run_id: str) -> dict[str, Any]:

@@ -1,0 +1,105 @@
+"""What every e2e module shares, stated once: the process factory (memlog's worker and API on a test's own
+settings), the API client, and the exchange helper.
+
+A module names its running memlog `live` (module scope, usually `start_memlog(**overrides)`), and the `http`
+fixture below is a client of it. Modules needing processes by hand (a crash, a second API) use `memlog(...)`,
+`start_worker` and `start_api` with `LOGS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from config.settings import Settings
+from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from streams.topics import ensure_topics
+from tests.conftest import unique_settings
+
+LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
+
+StartMemlog = Callable[..., Settings]
+
+
+def own_settings(stack: Settings, **overrides: Any) -> Settings:
+    """Settings of a test's own (topics, group, stores) with a free API port."""
+    return unique_settings(stack, **{"api_port": free_port(), **overrides})
+
+
+@contextmanager
+def memlog(settings: Settings, *, worker: bool = True, api: bool = True) -> Iterator[Settings]:
+    """memlog's worker and API on these settings' own topics, stopped (API first) when the block ends."""
+    asyncio.run(ensure_topics(settings))
+    processes: list[MemlogProcess] = []
+    try:
+        if worker:
+            processes.append(start_worker(settings, LOGS))
+        if api:
+            processes.append(start_api(settings, LOGS))
+        yield settings
+    finally:
+        for process in reversed(processes):
+            process.stop()
+
+
+@pytest.fixture(scope="module")
+def start_memlog(stack: Settings) -> Iterator[StartMemlog]:
+    """The process factory: `start_memlog(**overrides)` runs a worker and an API on settings of their own
+    (`own_settings`) and returns those settings; everything it started stops when the module ends."""
+    with ExitStack() as started:
+
+        def start(*, worker: bool = True, api: bool = True, **overrides: Any) -> Settings:
+            return started.enter_context(memlog(own_settings(stack, **overrides), worker=worker, api=api))
+
+        yield start
+
+
+@asynccontextmanager
+async def api_client(settings: Settings, **options: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The one API client: the settings' API on 127.0.0.1, a 60 s timeout unless told otherwise."""
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{settings.api_port}", **{"timeout": 60, **options}
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the module's running memlog (its `live` fixture)."""
+    async with api_client(live) as client:
+        yield client
+
+
+def exchange(tenant: str, subject: str, question: str, answer: str | None = None, **extra: Any) -> dict[str, Any]:
+    """An exchange's body (without an answer when `answer` is None)."""
+    body: dict[str, Any] = {"tenant": tenant, "subject": subject, "question": question, **extra}
+    if answer is not None:
+        body["answer"] = answer
+    return body
+
+
+async def post_exchange(
+    http: httpx.AsyncClient, body: dict[str, Any] | str, path: str = "/v1/exchanges", status: int = 202
+) -> dict[str, Any]:
+    """The exchange helper: POST a body (a dict, or JSON text sent as it is), assert the status (202 unless
+    told), return the JSON answer."""
+    content = body if isinstance(body, str) else json.dumps(body)
+    response = await http.post(path, content=content, headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+async def recorded(
+    http: httpx.AsyncClient, tenant: str, subject: str, question: str, answer: str | None = None, **extra: Any
+) -> str:
+    """Record one exchange; its position."""
+    position: str = (await post_exchange(http, exchange(tenant, subject, question, answer, **extra)))["position"]
+    return position
