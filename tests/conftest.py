@@ -7,7 +7,6 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from config.settings import Settings
 from memlog.localstack import LocalStack
 from memlog.localstack.cluster import LocalRedisCluster
 from memlog.localstack.kafka_cluster import LocalKafkaCluster
-from memlog.processes import isolated, start_api, start_worker
+from memlog.processes import isolated
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
@@ -130,19 +129,6 @@ async def _drop_prefix(client: aioredis.Redis, prefix: str) -> None:
 @pytest.fixture(scope="session")
 def count_tokens() -> TokenCounter:
     return TokenCounter(load_encoding("cl100k_base"))
-
-
-@contextmanager
-def serving(settings: Settings, logs: Path) -> Iterator[Settings]:
-    """memlog's worker and API on these settings' own topics, stopped when the block ends."""
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, logs)
-    api = start_api(settings, logs)
-    try:
-        yield settings
-    finally:
-        api.stop()
-        worker.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ def own_settings(stack: Settings, **overrides: Any) -> Settings:
 @contextmanager
 def memlog(settings: Settings, *, worker: bool = True, api: bool = True) -> Iterator[Settings]:
     """memlog's worker and API on these settings' own topics, stopped (API first) when the block ends."""
-    asyncio.run(ensure_topics(settings))
+    _ensure_topics(settings)
     processes: list[MemlogProcess] = []
     try:
         if worker:
@@ -47,6 +48,17 @@ def memlog(settings: Settings, *, worker: bool = True, api: bool = True) -> Iter
     finally:
         for process in reversed(processes):
             process.stop()
+
+
+def _ensure_topics(settings: Settings) -> None:
+    """The settings' topics, from sync code or from inside an async test (on a thread of its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(ensure_topics(settings))
+        return
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, ensure_topics(settings)).result()
 
 
 @pytest.fixture(scope="module")

@@ -22,21 +22,18 @@ import pytest
 from memlog_client import AsyncMemlogClient, Calls, Conflict, Forbidden, Invalid, MemlogClient, Position
 
 from config.settings import Settings
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import memlog, own_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT / ".memlog-test" / "logs"
 TENANT = "acme"
 BACKEND, OPERATOR = "tok-acme", "tok-op"
 
 
 @pytest.fixture(scope="module")
 def api(stack: Settings) -> Iterator[str]:
-    settings = unique_settings(
-        stack, api_port=free_port(), backend_tokens={BACKEND: TENANT, "tok-other": "other"}, operator_tokens=[OPERATOR]
-    )
-    with serving(settings, LOGS):
+    with memlog(
+        own_settings(stack, backend_tokens={BACKEND: TENANT, "tok-other": "other"}, operator_tokens=[OPERATOR])
+    ) as settings:
         yield f"http://{settings.api_host}:{settings.api_port}"
 
 

@@ -10,7 +10,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,15 +19,12 @@ from adapters.connections import redis_client
 from adapters.redis_store import thread_base
 from config.settings import Settings
 from memlog.api.models import Context
-from memlog.processes import free_port, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import memlog, own_settings, post_exchange
 from tests.e2e.reads import until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "keep"
 
 # redis-py's cluster client closes its node connections without waiting for their sockets, which
@@ -38,22 +34,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptio
 
 @pytest.fixture(scope="module", params=["redis", "redis-cluster"])
 def live(stack: Settings, request: pytest.FixtureRequest) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port(), fold_exchanges=6, fold_keep_max=3)
+    settings = own_settings(stack, fold_exchanges=6, fold_keep_max=3)
     if request.param == "redis-cluster":
         cluster: str = request.getfixturevalue("redis_cluster")
         settings = settings.model_copy(update={"redis_url": cluster, "redis_cluster": True})
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield settings
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
+    with memlog(settings):
+        yield settings
 
 
 @pytest.fixture
@@ -63,9 +49,7 @@ async def services(live: Settings) -> AsyncIterator[Services]:
 
 
 async def post(http: httpx.AsyncClient, path: str = "/v1/exchanges", **payload: Any) -> str:
-    response = await http.post(path, json={"tenant": TENANT, **payload})
-    assert response.status_code == 202, response.text
-    position: str = response.json()["position"]
+    position: str = (await post_exchange(http, {"tenant": TENANT, **payload}, path))["position"]
     return position
 
 

@@ -8,9 +8,7 @@ shortcut serves is proven served by it, and one it leaves is proven left."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,12 +19,9 @@ from starlette.types import Receive, Scope, Send
 from config.settings import Settings
 from memlog.api.app import create_api
 from memlog.api.shortcut import ContextShortcut
-from memlog.processes import start_worker
 from memlog.services import open_services
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "short"
 TOKENS = {"tok-short": TENANT, "tok-other": "other"}
 MINE = {"Authorization": "Bearer tok-short"}
@@ -35,11 +30,8 @@ WALL = 418
 
 @pytest.fixture(scope="module")
 def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(stack, backend_tokens=TOKENS)
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    yield settings
-    worker.stop()
+    with memlog(own_settings(stack, backend_tokens=TOKENS), api=False) as settings:
+        yield settings
 
 
 class Apps:

@@ -6,13 +6,13 @@ import asyncio
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from config.settings import Settings
 from memlog.processes import free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client
 from tests.e2e.reads import archived_questions
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
@@ -32,7 +32,7 @@ async def test_every_exchange_is_in_its_session_exactly_once_after_a_sigkill(sta
     posted = 0
     killed_at = restarted_at = -1
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
 
             async def post_subject(subject: str) -> None:
                 nonlocal posted

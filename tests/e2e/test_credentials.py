@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api
-from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 PUBLIC = {("get", "/healthz"), ("get", "/readyz"), ("get", "/v1/tools")}
 OPERATOR = {
     ("get", "/v1/tenants/{tenant}/runs"),
@@ -72,16 +69,16 @@ def body_for(path: str, tenant: str) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def api(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
-        stack,
-        api_port=free_port(),
-        backend_tokens={"tok-a": "tenant-a", "tok-b": "tenant-b"},
-        operator_tokens=["tok-op"],
-        read_wait_seconds=1.0,  # no worker runs here: erase and export answer "not done yet" after the wait
-    )
-    process: MemlogProcess = start_api(settings, LOGS)
-    yield settings
-    process.stop()
+    with memlog(
+        own_settings(
+            stack,
+            backend_tokens={"tok-a": "tenant-a", "tok-b": "tenant-b"},
+            operator_tokens=["tok-op"],
+            read_wait_seconds=1.0,  # no worker runs here: erase and export answer "not done yet" after the wait
+        ),
+        worker=False,
+    ) as settings:
+        yield settings
 
 
 def routes(api: Settings) -> list[tuple[str, str]]:
@@ -105,7 +102,7 @@ async def test_every_route_refuses_another_tenants_credential(api: Settings) -> 
     for method, path in covered:
         body = body_for(path, "t") or {}
         assert "{tenant}" in path or body.get("tenant") == "t" or (method, path) in ALL_TENANTS, (method, path)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api.api_port}", timeout=30) as client:
+    async with api_client(api, timeout=30) as client:
         for method, path in covered:
             if (method, path) in OPERATOR:
                 continue
@@ -119,7 +116,7 @@ async def test_every_route_refuses_another_tenants_credential(api: Settings) -> 
 
 
 async def test_operator_routes_refuse_backend_credentials(api: Settings) -> None:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api.api_port}", timeout=30) as client:
+    async with api_client(api, timeout=30) as client:
         for method, path in OPERATOR:
             assert await call(client, method, path, "tenant-a", "tok-a") == 403, path
             assert await call(client, method, path, "tenant-a", None) == 401, path
@@ -127,6 +124,6 @@ async def test_operator_routes_refuse_backend_credentials(api: Settings) -> None
 
 
 async def test_health_and_tool_definitions_stay_open(api: Settings) -> None:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api.api_port}", timeout=30) as client:
+    async with api_client(api, timeout=30) as client:
         assert (await client.get("/healthz")).status_code == 200
         assert (await client.get("/v1/tools")).status_code == 200

@@ -7,7 +7,6 @@ names hosts of your own); the suite counts those apart and runs every other one.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import subprocess
@@ -19,12 +18,10 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, settings_env, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from memlog.processes import settings_env
+from tests.e2e.conftest import memlog, own_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT / ".memlog-test" / "logs"
 FENCE = re.compile(r"(?ms)^```(sh|bash|python)[^\n]*\n(.*?)^```")
 NOT_RUN = re.compile(r"^# not run: \S")
 
@@ -65,10 +62,7 @@ def test_examples_are_found_and_each_one_left_out_says_why() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_every_example_runs_against_a_running_memlog(stack: Settings, tmp_path: Path) -> None:
-    settings = unique_settings(stack, api_port=free_port())
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
+    settings = own_settings(stack)
     api_url = f"http://127.0.0.1:{settings.api_port}"
     env = {
         **settings_env(settings),
@@ -79,7 +73,7 @@ def test_every_example_runs_against_a_running_memlog(stack: Settings, tmp_path: 
         "MEMLOG_OPERATOR_TOKEN": "docs-examples",
     }
     ran, left_out, failed = 0, [], []
-    try:
+    with memlog(settings):
         _wait_ready(f"{api_url}/readyz")
         for where, language, code in examples():
             if NOT_RUN.match(code.splitlines()[0] if code.strip() else ""):
@@ -95,9 +89,6 @@ def test_every_example_runs_against_a_running_memlog(stack: Settings, tmp_path: 
             ran += 1
             if done.returncode != 0:
                 failed.append(f"{where}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    finally:
-        api.stop()
-        worker.stop()
     print(f"docs examples: {ran} ran, {len(left_out)} left out ({', '.join(left_out)})")
     assert not failed, "\n\n".join(failed)
     assert ran >= len(left_out)

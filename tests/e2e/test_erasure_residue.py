@@ -14,7 +14,6 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,15 +24,13 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import free_port, run_cli, start_api, start_worker
+from memlog.processes import run_cli
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from schemas.errors import DecodeError
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "residue"
 GONE, KEPT = "erin", "olaf"
 AGENT = "helper"
@@ -300,21 +297,17 @@ async def scan_everything(settings: Settings, values: list[str]) -> tuple[Scan, 
 
 @pytest.mark.timeout(900)
 async def test_an_erased_subject_leaves_no_plaintext_in_any_topic_key_or_document(stack: Settings) -> None:
-    settings = unique_settings(
+    settings = own_settings(
         stack,
-        api_port=free_port(),
         fold_exchanges=4,
         fold_keep_min=1,
         fold_keep_max=2,
         fold_keep_tokens=40,
     )
     settings = settings.model_copy(update={"privacy_database": f"memlogprivacy_{settings.namespace}"})
-    await ensure_topics(settings)
     gone, kept = Planted(GONE), Planted(KEPT)
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    with memlog(settings):
+        async with api_client(settings) as http:
             tokens = await speak_on_shared_threads(http, GONE, gone)
             tokens += await speak_on_shared_threads(http, KEPT, kept)
             tokens += await plant(http, GONE, gone) + await plant(http, KEPT, kept)
@@ -352,6 +345,3 @@ async def test_an_erased_subject_leaves_no_plaintext_in_any_topic_key_or_documen
         assert len(databases) >= 3  # the namespace, the rebuilt one, the privacy database
         kept_values = set(kept.values.values()) - {kept.values["public tool result"]}
         assert kept_values <= set(scan.found), sorted(kept_values - set(scan.found))  # the other is all there
-    finally:
-        api.stop()
-        worker.stop()

@@ -4,11 +4,9 @@ found by search."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,38 +16,33 @@ from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStart
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, run_cli, start_api, start_worker
+from memlog.processes import free_port, run_cli
 from memlog.services import open_services
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog, api_client, memlog, own_settings
 from tests.e2e.reads import until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 MINUTE_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[tuple[Settings, Settings]]:
-    """One worker; an API with the default timeout (300 s) and one where a call times out after 1 s."""
-    settings = unique_settings(stack, api_port=free_port())
-    quick = settings.model_copy(update={"api_port": free_port(), "tool_result_timeout_seconds": 1.0})
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS), start_api(quick, LOGS)]
-    yield settings, quick
-    for process in reversed(processes):
-        process.stop()
+def live(start_memlog: StartMemlog) -> Settings:
+    """One worker and an API with the default timeout (300 s)."""
+    return start_memlog()
+
+
+@pytest.fixture(scope="module")
+def quick_settings(live: Settings) -> Iterator[Settings]:
+    """A second API, on the same topics, where a call times out after 1 s."""
+    with memlog(
+        live.model_copy(update={"api_port": free_port(), "tool_result_timeout_seconds": 1.0}), worker=False
+    ) as quick:
+        yield quick
 
 
 @pytest.fixture
-async def http(live: tuple[Settings, Settings]) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live[0].api_port}", timeout=60) as client:
-        yield client
-
-
-@pytest.fixture
-async def quick(live: tuple[Settings, Settings]) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live[1].api_port}", timeout=60) as client:
+async def quick(quick_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with api_client(quick_settings) as client:
         yield client
 
 
@@ -165,7 +158,7 @@ class Commands(CommandListener):
 
 
 async def test_a_plain_context_read_of_a_served_thread_asks_mongodb_nothing(
-    live: tuple[Settings, Settings], http: httpx.AsyncClient
+    live: Settings, http: httpx.AsyncClient
 ) -> None:
     """The runs that served a thread's calls are linked in its served mark, read with the thread: the
     read is Redis alone (seed 004's evidence included), as the API's shortcut makes it."""
@@ -175,7 +168,7 @@ async def test_a_plain_context_read_of_a_served_thread_asks_mongodb_nothing(
     run = await posted(http, "/v1/runs", a_run(run_id, subject, exchange_id=exchange_id, call_index=0))
     commands = Commands()
     monitoring.register(commands)  # for the clients made after this; it only records
-    async with open_services(live[0], producer=True) as services:
+    async with open_services(live, producer=True) as services:
         read = await services.contexts.ready_session(
             "castle", subject, question=None, agent=None, after=run["position"], wait=30
         )
@@ -260,11 +253,8 @@ async def test_a_run_naming_a_call_or_a_thread_without_its_exchange_is_refused(h
 
 async def test_the_link_is_rebuilt_by_a_replay(stack: Settings) -> None:
     """The link lives in the trace a RunTraced projects: a replay that switches keeps it both ways."""
-    settings = unique_settings(stack, api_port=free_port())
-    await ensure_topics(settings)
-    processes = [start_worker(settings, LOGS), start_api(settings, LOGS)]
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    with memlog(own_settings(stack)) as settings:
+        async with api_client(settings) as http:
             subject, exchange_id, run_id = "steve", str(uuid.uuid4()), f"run-{uuid.uuid4().hex}"
             body = {"tenant": "castle", "subject": subject, "exchange_id": exchange_id, "question": "where?"}
             await posted(http, "/v1/exchanges", {**body, "tool_calls": [{"name": "find_base", "result": {"x": 1}}]})
@@ -293,6 +283,3 @@ async def test_the_link_is_rebuilt_by_a_replay(stack: Settings) -> None:
             assert shape["exchange"] == {"exchange_id": exchange_id, "call_index": 0, "thread": "session:steve"}
             read = (await http.get(f"/v1/tenants/castle/subjects/{subject}/context")).json()
             assert [c["run_id"] for c in read["exchanges"][0]["tool_calls"]] == [run_id]
-    finally:
-        for process in reversed(processes):
-            process.stop()

@@ -5,35 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, settings_env, start_api, start_worker
+from memlog.processes import free_port, settings_env
 from memlog.services import open_services
 from schemas.events import Envelope, FactRemembered, QuestionAsked, now_ms
-from streams.topics import ensure_topics
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import StartMemlog, api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 DAY_MS = 86_400_000
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port(), fact_max_chars=200)
-    with serving(settings, LOGS):
-        yield settings
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(fact_max_chars=200)
 
 
 async def remember(http: httpx.AsyncClient, subject: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -299,17 +287,14 @@ async def test_the_strict_setting_gives_only_the_facts_that_bear_on_the_question
     last = await remember(http, "vic", "I collect old maps")
     await facts(http, "vic", last["position"])
     strict = live.model_copy(update={"api_port": free_port(), "recall_strict": True})
-    api = await asyncio.to_thread(start_api, strict, LOGS)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{strict.api_port}", timeout=60) as other:
+    with memlog(strict, worker=False):
+        async with api_client(strict) as other:
             found = await received(other, "vic", "where is my boat?", "any")
             unrelated = await received(other, "vic", "zzz xyzzy", "any")
             none_asked = (await other.get("/v1/tenants/castle/subjects/vic/context")).json()
             filled = await other.get(
                 "/v1/tenants/castle/subjects/vic/context", params={"question": "zzz xyzzy", "fill": "recent"}
             )
-    finally:
-        api.stop()
     assert [(f["text"], f["bears"]) for f in found] == [("my boat is moored at the north pier", True)]
     assert unrelated == [] and none_asked["facts"] == []
     newest = filled.json()["facts"][0]
@@ -367,12 +352,8 @@ async def test_the_tools_are_served_over_mcp(http: httpx.AsyncClient, live: Sett
 
 
 async def test_with_the_local_embedding_model_a_paraphrase_is_found(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port(), embeddings="local")
-    await ensure_topics(settings)
-    worker = await asyncio.to_thread(start_worker, settings, LOGS)
-    api = await asyncio.to_thread(start_api, settings, LOGS)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    with memlog(own_settings(stack, embeddings="local")) as settings:
+        async with api_client(settings) as http:
             await remember(http, "nia", "I prefer short answers")
             await remember(http, "nia", "my base is at 100 64 -20")
             last = await remember(http, "nia", "my dog is called Rex")
@@ -382,9 +363,6 @@ async def test_with_the_local_embedding_model_a_paraphrase_is_found(stack: Setti
             )
             found = response.json()["facts"]
             stored = await http.get("/v1/tenants/castle/subjects/nia/facts")
-    finally:
-        api.stop()
-        worker.stop()
     assert found[0]["text"] == "I prefer short answers" and found[0]["how"] == "similarity"
     assert len(stored.json()["facts"]) == 3
     async with open_services(settings) as services:

@@ -35,6 +35,7 @@ from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 SUBJECTS = 200
@@ -118,7 +119,7 @@ async def stream_with_outage(
     tally = Tally()
     try:
         async with (
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http,
+            api_client(settings) as http,
             open_services(settings, producer=True) as services,
         ):
             producer = services.producer

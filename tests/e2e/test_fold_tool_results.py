@@ -6,41 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
 from projections.tool_results import HEADING
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog, post_exchange
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-chest"
 SUBJECT = "ada"
 CHEST = {"items": ["silver key", "moonstone", "map of the north tower"], "gold": 37}
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[str]:
-    settings = unique_settings(stack, api_port=free_port())
+def live(start_memlog: StartMemlog) -> Settings:
+    settings = start_memlog()
     assert settings.fold_exchanges == 100  # seed 000's number, not one tuned for the test
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield f"http://127.0.0.1:{settings.api_port}"
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(live: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=live, timeout=60) as client:
-        yield client
+    return settings
 
 
 async def post(http: httpx.AsyncClient, number: int) -> str:
@@ -56,9 +40,7 @@ async def post(http: httpx.AsyncClient, number: int) -> str:
         body["answer"] = "some treasure"
     elif number % 10 == 5:  # other tool calls between: the oak chest's line must still be there
         body["tool_calls"] = [{"name": "weather", "arguments": {"turn": number}, "result": {"sky": "grey"}}]
-    response = await http.post("/v1/exchanges", json=body)
-    assert response.status_code == 202, response.text
-    position: str = response.json()["position"]
+    position: str = (await post_exchange(http, body))["position"]
     return position
 
 

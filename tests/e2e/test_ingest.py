@@ -16,12 +16,10 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import memlog, own_settings
 from tests.e2e.test_erasure_residue import Scan, scan_kafka
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT / ".memlog-test" / "logs"
 TENANT = "ingest"
 
 # Run in a process whose environment holds no MEMLOG_* setting: no master key, no MongoDB address. It
@@ -61,8 +59,7 @@ asyncio.run(main())
 
 @pytest.fixture(scope="module")
 def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port(), operator_tokens=["tok-op"])
-    with serving(settings, LOGS):
+    with memlog(own_settings(stack, operator_tokens=["tok-op"])) as settings:
         yield settings
 
 

@@ -14,18 +14,16 @@ import string
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.processes import MemlogProcess, start_worker
 from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS, api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 # DESIGN ("Isolation of work") promises 10 s, measured and printed here (1.2 to 5.0 s at load 9). The
 # suite asserts a bound six times as loose, so a busy shared machine does not fail it while the failure
 # it guards against (a worker stalled for minutes, then stopped by its watchdog) still does.
@@ -35,12 +33,11 @@ READ_WAIT_SECONDS = 15.0  # the neighbour's read with after=: 5 s by default, lo
 
 @pytest.fixture
 def running(stack: Settings) -> Iterator[tuple[Settings, MemlogProcess]]:
-    settings = unique_settings(stack, api_port=free_port(), read_wait_seconds=READ_WAIT_SECONDS)
+    settings = own_settings(stack, read_wait_seconds=READ_WAIT_SECONDS)
     asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield settings, worker
-    api.stop()
+    worker = start_worker(settings, LOGS)  # by hand: the test stops it
+    with memlog(settings, worker=False):
+        yield settings, worker
     worker.stop()
 
 
@@ -102,7 +99,7 @@ async def test_a_streamed_call_of_many_words_is_archived_while_another_tenant_re
     subject = f"s{uuid.uuid4().hex[:8]}"
     statuses: list[int] = []
     stop = asyncio.Event()
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    async with api_client(settings) as http:
         calm = asyncio.create_task(neighbour(http, stop, statuses))
         try:
             seconds, page = await streamed(http, subject, words)

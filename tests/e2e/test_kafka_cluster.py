@@ -19,7 +19,6 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,12 +28,10 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from config.settings import Settings
 from memlog.localstack.kafka_cluster import LocalKafkaCluster
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import LOGS, api_client, memlog, own_settings
 
 pytestmark = pytest.mark.slow
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "replicated"
 SUBJECTS = 30
 PER_SUBJECT = 10
@@ -55,14 +52,13 @@ class Tally:
 
 @pytest.fixture(scope="module")
 def replicated(stack: Settings, kafka_cluster: LocalKafkaCluster) -> Iterator[Settings]:
-    settings = unique_settings(
+    settings = own_settings(
         stack,
-        api_port=free_port(),
         kafka_bootstrap=kafka_cluster.bootstrap,
         replication=3,
         min_insync_replicas=2,
     )
-    with serving(settings, LOGS):
+    with memlog(settings):
         yield settings
     asyncio.run(_drop_topics(settings))
 
@@ -118,7 +114,7 @@ async def leader_of_first_partition(settings: Settings) -> int:
 
 
 async def stream_with_a_broker_killed(settings: Settings, cluster: LocalKafkaCluster, tally: Tally) -> None:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    async with api_client(settings) as http:
 
         async def record(subject: str) -> None:
             for number in range(PER_SUBJECT):
@@ -150,7 +146,7 @@ async def test_a_broker_killed_mid_stream_loses_and_doubles_nothing(
     assert tally.accepted == SUBJECTS * PER_SUBJECT
     assert KILL_AFTER <= tally.killed_after < tally.restarted_after < SUBJECTS * PER_SUBJECT, tally
 
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{replicated.api_port}", timeout=60) as http:
+    async with api_client(replicated) as http:
         for subject, last in sorted(tally.last.items()):
             read = await http.get(
                 f"/v1/tenants/{TENANT}/subjects/{subject}/context", params={"after": last, "wait": 30}

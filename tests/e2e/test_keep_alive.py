@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api
-from tests.conftest import unique_settings
+from tests.e2e.conftest import memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 IDLE_SECONDS = 6.0  # past uvicorn's default keep-alive
 
 
@@ -28,9 +25,8 @@ async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> by
 
 
 async def test_an_idle_connection_still_serves_after_six_seconds(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port())
-    api = start_api(settings, LOGS)
-    try:
+    settings = own_settings(stack)
+    with memlog(settings, worker=False):
         reader, writer = await asyncio.open_connection("127.0.0.1", settings.api_port)
         try:
             first = await _get(reader, writer)
@@ -41,5 +37,3 @@ async def test_an_idle_connection_still_serves_after_six_seconds(stack: Settings
             assert json.loads(again.split(b"\r\n\r\n", 1)[1])
         finally:
             writer.close()
-    finally:
-        api.stop()

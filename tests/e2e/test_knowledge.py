@@ -5,45 +5,31 @@ limit, exclude and cursor; search paging."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import StartMemlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 T = "realm"
 K = "keepers"  # agents keep its knowledge too
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
-        stack,
-        api_port=free_port(),
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(
         facts_max=2,
         tenant_facts_max=4,
         tenant_facts_from_agents=["realm", "keepers"],
         embeddings="none",  # keyword ranking: what these tests check does not depend on a model
     )
-    with serving(settings, LOGS):
-        yield settings
 
 
 def bearing(read: dict[str, Any]) -> list[dict[str, Any]]:
     """The facts of a read labelled as bearing on its question."""
     return [fact for fact in read["facts"] if fact["bears"]]
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
 
 
 async def accepted(response: httpx.Response) -> dict[str, Any]:

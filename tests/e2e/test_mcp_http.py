@@ -20,11 +20,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from config.settings import Settings
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import memlog, own_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT / ".memlog-test" / "logs"
 A, B = "tenant-a", "tenant-b"
 TOKENS = {"tok-a": A, "tok-b": B}
 AGENT = "helper"
@@ -32,8 +30,7 @@ AGENT = "helper"
 
 @pytest.fixture(scope="module")
 def api(stack: Settings) -> Iterator[str]:
-    settings = unique_settings(stack, api_port=free_port(), backend_tokens=TOKENS, operator_tokens=["tok-op"])
-    with serving(settings, LOGS):
+    with memlog(own_settings(stack, backend_tokens=TOKENS, operator_tokens=["tok-op"])) as settings:
         yield f"http://{settings.api_host}:{settings.api_port}"
 
 

@@ -11,16 +11,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from config.settings import Settings
 from memlog.localstack import port_open
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from memlog.processes import free_port
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-outage"
 SUBJECT = "ivy"
 WAIT_SECONDS = 60
@@ -47,15 +44,10 @@ def own_mongo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subpro
 @pytest.fixture(scope="module")
 def live(stack: Settings, own_mongo: tuple[subprocess.Popen[bytes], int]) -> Iterator[Settings]:
     _, port = own_mongo
-    settings = unique_settings(
-        stack, api_port=free_port(), mongo_url=f"mongodb://127.0.0.1:{port}/?directConnection=true"
-    )
+    settings = own_settings(stack, mongo_url=f"mongodb://127.0.0.1:{port}/?directConnection=true")
     assert str(stack.local_mongo_port) not in settings.mongo  # never the shared server
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
-    yield settings
-    for process in reversed(processes):
-        process.stop()
+    with memlog(settings):
+        yield settings
 
 
 async def test_a_search_during_a_mongodb_outage_answers_503_never_an_empty_200(
@@ -65,7 +57,7 @@ async def test_a_search_during_a_mongodb_outage_answers_503_never_an_empty_200(
         f"/v1/tenants/{TENANT}/threads/session:{SUBJECT}/search",
         f"/v1/tenants/{TENANT}/search",
     )
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as http:
+    async with api_client(live) as http:
         body = {"tenant": TENANT, "subject": SUBJECT, "question": "where is the amber key?", "answer": "in the well"}
         accepted = await http.post("/v1/exchanges", json=body)
         assert accepted.status_code == 202, accepted.text

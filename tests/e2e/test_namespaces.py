@@ -15,15 +15,13 @@ import pytest
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import free_port, run_cli, start_api, start_worker
+from memlog.processes import run_cli
 from memlog.services import open_services
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 from tests.e2e.test_privacy import (
     GONE,
     KEPT,
-    LOGS,
     TENANT,
     marks,
     mongo_dump,
@@ -66,13 +64,10 @@ async def readable(http: httpx.AsyncClient, subject: str) -> str:
 
 @pytest.mark.timeout(900)
 async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_namespace(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port())
+    settings = own_settings(stack)
     settings = settings.model_copy(update={"privacy_database": f"memlogprivacy_{settings.namespace}"})
-    await ensure_topics(settings)
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    with memlog(settings):
+        async with api_client(settings) as http:
             tokens = await record_everything(http, GONE) + await record_everything(http, KEPT)
             read = await http.get(
                 f"/v1/tenants/{TENANT}/subjects/{KEPT}/context", params={"after": ",".join(tokens), "wait": 30}
@@ -127,19 +122,13 @@ async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_nam
             assert await namespace_states(settings) == {active: ACTIVE}
             databases = [name for name in await app_databases(settings) if name != settings.privacy_database]
             assert databases == [f"{settings.mongo_database}_{active}"]
-    finally:
-        api.stop()
-        worker.stop()
 
 
 @pytest.mark.timeout(900)
 async def test_a_replay_of_facts_with_the_switch_keeps_sessions_and_archive_readable(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port(), namespace_grace_seconds=5, namespace_check_seconds=1.0)
-    await ensure_topics(settings)
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    settings = own_settings(stack, namespace_grace_seconds=5, namespace_check_seconds=1.0)
+    with memlog(settings):
+        async with api_client(settings) as http:
             tokens = await record_everything(http, KEPT)
             waited = {"after": ",".join(tokens), "wait": 30}
             assert (await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context", params=waited)).status_code == 200
@@ -183,6 +172,3 @@ async def test_a_replay_of_facts_with_the_switch_keeps_sessions_and_archive_read
                 f"/v1/tenants/{TENANT}/subjects/{KEPT}/context", params={"after": first.json()["position"], "wait": 30}
             )
             assert "NEW-QUESTION" in json.dumps(fresh.json())
-    finally:
-        api.stop()
-        worker.stop()

@@ -8,30 +8,23 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, settings_env, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from memlog.processes import settings_env
+from tests.e2e.conftest import api_client, memlog, own_settings
 from tests.e2e.reads import until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "replayed"
 SUBJECTS = [f"w{n}" for n in range(10)]  # round robin: no subject reaches a fold's 100 exchanges
 
 
 @pytest.fixture
 def running(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port())
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
-    yield settings
-    for process in processes:
-        process.stop()
+    with memlog(own_settings(stack)) as settings:
+        yield settings
 
 
 async def writer(http: httpx.AsyncClient, stop: asyncio.Event, accepted: dict[str, list[tuple[str, str]]]) -> None:
@@ -80,7 +73,7 @@ async def test_an_api_and_a_cli_replay_started_together_run_one_at_a_time(runnin
     settings = running
     accepted: dict[str, list[tuple[str, str]]] = {}
     stop = asyncio.Event()
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    async with api_client(settings) as http:
         writing = asyncio.create_task(writer(http, stop, accepted))
         await asyncio.sleep(3)  # something to replay
         (api, (code, output)) = await asyncio.gather(api_replay(http), cli_replay(settings))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,15 +20,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from adapters.mongo_privacy import KEYS_PER_QUERY
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
-from memlog.processes import free_port, run_cli, start_api, start_worker
+from memlog.processes import free_port, run_cli
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from schemas.events import now_ms
 from streams.replay import Progress, ReplayFailed, _drain_in_processes
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle"
 GONE, KEPT = "erin", "olaf"
 
@@ -158,13 +155,10 @@ async def decrypted_topics(settings: Settings) -> tuple[str, int]:
 
 @pytest.mark.timeout(900)
 async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port())
+    settings = own_settings(stack)
     settings = settings.model_copy(update={"privacy_database": f"memlogprivacy_{settings.namespace}"})
-    await ensure_topics(settings)
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    with memlog(settings):
+        async with api_client(settings) as http:
             # the kept subject opens the public thread, so its bookkeeping (creator, first entry) is theirs
             opened = await http.post(
                 "/v1/exchanges", json={"tenant": TENANT, "subject": KEPT, "thread": "public", "question": "hello all"}
@@ -286,9 +280,6 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
             exported = run_cli(settings, "export", TENANT, KEPT)
             assert exported.returncode == 0 and json.loads(exported.stdout)["facts"] == [], exported.stderr
             assert "erased" in run_cli(settings, "ledger", TENANT).stdout
-    finally:
-        api.stop()
-        worker.stop()
 
 
 async def test_the_key_vault_answers_for_more_keys_than_one_query_asks(settings: Settings) -> None:

@@ -6,16 +6,12 @@ import asyncio
 import re
 import time
 import uuid
-from pathlib import Path
-
-import httpx
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
+from memlog.processes import start_api, start_worker
 from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS, api_client, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 PROJECTIONS = {"sessions", "facts-activity", "archive", "facts", "traces", "privacy"}
 STALL_SECONDS = 2.0
 CATCH_UP_BOUND = 120.0  # a bound on waiting for the worker, not a timing check
@@ -29,12 +25,12 @@ async def test_a_projection_with_lag_that_does_not_move_turns_readyz_503_though_
     stack: Settings,
 ) -> None:
     # a lag of a thousand is tolerated; a small lag that does not move for two seconds is not
-    settings = unique_settings(stack, api_port=free_port(), ready_max_lag=1000, ready_stall_seconds=STALL_SECONDS)
+    settings = own_settings(stack, ready_max_lag=1000, ready_stall_seconds=STALL_SECONDS)
     await ensure_topics(settings)
     api = start_api(settings, LOGS)
     worker = None
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             ready = await http.get("/readyz")
             assert ready.status_code == 200, ready.text
             assert {name.split("/")[0] for name in ready.json()["lag"]} == PROJECTIONS

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,10 +24,9 @@ from memlog.processes import free_port, settings_env
 from memlog.services import open_services
 from projections.facts import SubjectFacts
 from projections.recall import cosine
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import memlog, own_settings
 from tests.e2e.reads import until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 MODEL = "minilm"
 VECTOR_MODEL = f"openai:{MODEL}"  # what memlog stores with each vector from this endpoint
 TENANT = "castle"
@@ -152,9 +150,8 @@ def server(minilm: LocalMiniLM) -> Iterator[EmbeddingServer]:
 
 @pytest.fixture(scope="module")
 def live(stack: Settings, server: EmbeddingServer) -> Iterator[Settings]:
-    settings = unique_settings(
+    settings = own_settings(
         stack,
-        api_port=free_port(),
         embeddings="openai",
         embeddings_url=server.url,
         embeddings_model=MODEL,
@@ -163,7 +160,7 @@ def live(stack: Settings, server: EmbeddingServer) -> Iterator[Settings]:
     env = settings_env(settings)
     assert (env["MEMLOG_EMBEDDINGS"], env["MEMLOG_EMBEDDINGS_URL"]) == ("openai", server.url)
     assert (env["MEMLOG_EMBEDDINGS_MODEL"], env["MEMLOG_EMBEDDINGS_API_KEY"]) == (MODEL, "test")
-    with serving(settings, LOGS):
+    with memlog(settings):
         yield settings
 
 
@@ -172,12 +169,6 @@ def embedder(server: EmbeddingServer) -> Iterator[EmbeddingServer]:
     """The module's server, back to working after each test whatever the test left it as."""
     yield server
     server.serve()
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
 
 
 async def remember(http: httpx.AsyncClient, subject: str, text: str) -> str:

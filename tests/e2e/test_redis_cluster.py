@@ -3,18 +3,15 @@ shared threads into it, the API reads them back, and an erasure removes the subj
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from adapters.connections import redis_client
 from config.settings import Settings
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "cluster"
 
 # redis-py's cluster client closes its node connections without waiting for their sockets, which
@@ -23,20 +20,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptio
 
 
 @pytest.fixture(scope="module")
-def clustered(stack: Settings, redis_cluster: str) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port(), redis_url=redis_cluster, redis_cluster=True)
-    with serving(settings, LOGS):
+def live(stack: Settings, redis_cluster: str) -> Iterator[Settings]:
+    settings = own_settings(stack, redis_url=redis_cluster, redis_cluster=True)
+    with memlog(settings):
         yield settings
 
 
-@pytest.fixture
-async def http(clustered: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{clustered.api_port}", timeout=60) as client:
-        yield client
-
-
 async def test_sessions_and_shared_threads_live_in_the_cluster_and_erasure_clears_them(
-    http: httpx.AsyncClient, clustered: Settings
+    http: httpx.AsyncClient, live: Settings
 ) -> None:
     tokens = []
     for subject in ("ann", "bob", "cy"):
@@ -57,15 +48,15 @@ async def test_sessions_and_shared_threads_live_in_the_cluster_and_erasure_clear
     shared = (await http.get(f"/v1/tenants/{TENANT}/public/context", params=waited)).json()
     assert [e["question"] for e in shared["exchanges"]] == ["ann: ann to all", "bob: bob to all", "cy: cy to all"]
 
-    client = redis_client(clustered)
+    client = redis_client(live)
     try:
-        keys = [key async for key in client.scan_iter(match=f"{clustered.redis_prefix}:*")]
+        keys = [key async for key in client.scan_iter(match=f"{live.redis_prefix}:*")]
         nodes = {client.get_node_from_key(key).name for key in keys}  # type: ignore[attr-defined]
         assert len(nodes) > 1, nodes  # the threads are spread over the cluster's masters
 
         erased = await http.post(f"/v1/tenants/{TENANT}/subjects/bob/erase")
         assert erased.status_code == 200 and erased.json()["done"] is True, erased.text
-        left = [key async for key in client.scan_iter(match=f"{clustered.redis_prefix}:*")]
+        left = [key async for key in client.scan_iter(match=f"{live.redis_prefix}:*")]
         assert not [key for key in left if b"bob" in key]
     finally:
         await client.aclose()

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,9 +19,9 @@ import pytest
 from config.settings import Settings
 from memlog.processes import free_port, settings_env
 from schemas.limits import INT32_MAX, INT64_MAX, MAX_JSON_DEPTH
-from tests.conftest import serving, unique_settings
+from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "keep"
 BACKEND = {"Authorization": "Bearer tok-keep"}
 OPERATOR = {"Authorization": "Bearer tok-op"}
@@ -32,22 +31,20 @@ CAFE = "caf\u00e9-token"  # a configured non-ASCII credential, sent as its UTF-8
 
 @pytest.fixture(scope="module")
 def guarded(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
+    settings = own_settings(
         stack,
-        api_port=free_port(),
         backend_tokens={"tok-keep": TENANT, "tok-other": "other", CAFE: TENANT},
         operator_tokens=["tok-op"],
         max_body_bytes=MAX_BODY,
         fork_entries=5,
     )
-    with serving(settings, LOGS):
+    with memlog(settings):
         yield settings
 
 
 @pytest.fixture
 async def http(guarded: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    url = f"http://127.0.0.1:{guarded.api_port}"
-    async with httpx.AsyncClient(base_url=url, timeout=60, headers=BACKEND) as client:
+    async with api_client(guarded, headers=BACKEND) as client:
         yield client
 
 

@@ -7,30 +7,25 @@ offset and that projection never saw those events again.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import httpx
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from adapters.redis_store import thread_base
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
+from memlog.processes import start_api, start_worker
 from projections.session import ThreadKey
 from streams.topics import ensure_topics
-from tests.conftest import unique_settings
-
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
+from tests.e2e.conftest import LOGS, api_client, own_settings
 
 
 async def test_a_projection_behind_the_group_offset_catches_up_after_a_restart(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port())
+    settings = own_settings(stack)
     await ensure_topics(settings)
     worker = start_worker(settings, LOGS)
     api = start_api(settings, LOGS)
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             position = ""
             for number in range(5):
                 body = {"tenant": "resume", "subject": "ann", "question": f"q{number}", "answer": f"a{number}"}

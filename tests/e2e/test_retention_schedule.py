@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "keep-tidy"
 DAY = 86_400_000
 DEADLINE_SECONDS = 120
@@ -25,15 +22,9 @@ DEADLINE_SECONDS = 120
 
 @pytest.fixture(scope="module")
 def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(stack, api_port=free_port(), retention_enabled=True, retention_check_seconds=1.0)
-    with serving(settings, LOGS):
+    settings = own_settings(stack, retention_enabled=True, retention_check_seconds=1.0)
+    with memlog(settings):
         yield settings
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
 
 
 def thread(subject: str) -> str:

@@ -4,46 +4,22 @@ with backend and operator credentials configured."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-x"
 BACKEND = {"Authorization": "Bearer tok-castle"}
 OPERATOR = {"Authorization": "Bearer tok-op"}
 
 
 @pytest.fixture(scope="module")
-def search_settings(stack: Settings) -> Settings:
-    return unique_settings(
-        stack, api_port=free_port(), backend_tokens={"tok-castle": TENANT}, operator_tokens=["tok-op"]
-    )
-
-
-@pytest.fixture(scope="module")
-def running(search_settings: Settings) -> Iterator[None]:
-    asyncio.run(ensure_topics(search_settings))
-    worker = start_worker(search_settings, LOGS)
-    api = start_api(search_settings, LOGS)
-    yield
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(search_settings: Settings, running: None) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{search_settings.api_port}", timeout=60) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(backend_tokens={"tok-castle": TENANT}, operator_tokens=["tok-op"])
 
 
 async def record(http: httpx.AsyncClient, **body: Any) -> str:

@@ -8,16 +8,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api
-from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 HEADER_SECONDS = 2.0
 BODY_SECONDS = 2.0
 SLOW = 120
@@ -27,16 +24,16 @@ TRICKLE_SECONDS = 20.0  # how long a slow client would go on sending, were it no
 
 @pytest.fixture(scope="module")
 def api(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
-        stack,
-        api_port=free_port(),
-        api_header_timeout_seconds=HEADER_SECONDS,
-        api_body_timeout_seconds=BODY_SECONDS,
-        api_connections_per_address=SLOW + 40,
-    )
-    process: MemlogProcess = start_api(settings, LOGS)
-    yield settings
-    process.stop()
+    with memlog(
+        own_settings(
+            stack,
+            api_header_timeout_seconds=HEADER_SECONDS,
+            api_body_timeout_seconds=BODY_SECONDS,
+            api_connections_per_address=SLOW + 40,
+        ),
+        worker=False,
+    ) as settings:
+        yield settings
 
 
 async def slow_client(port: int, idle: bool) -> tuple[float, bytes, bool]:
@@ -105,7 +102,7 @@ async def test_a_trickling_body_is_cut_and_oversized_headers_answer_431(api: Set
     assert await asyncio.wait_for(reader.read(), 10) == b""  # and closed
     writer.close()
     await writer.wait_closed()
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api.api_port}", timeout=10) as http:
+    async with api_client(api, timeout=10) as http:
         large = await http.get("/healthz", headers={f"x-pad-{n}": "p" * 1000 for n in range(70)})
         assert large.status_code == 431 and "MEMLOG_API_MAX_HEADER_BYTES" in large.text
         fits = await http.get("/healthz", headers={f"x-pad-{n}": "p" * 1000 for n in range(60)})
@@ -113,9 +110,7 @@ async def test_a_trickling_body_is_cut_and_oversized_headers_answer_431(api: Set
 
 
 async def test_one_address_past_its_connections_gets_503(stack: Settings) -> None:
-    settings = unique_settings(stack, api_port=free_port(), api_connections_per_address=10)
-    process = start_api(settings, LOGS)
-    try:
+    with memlog(own_settings(stack, api_connections_per_address=10), worker=False) as settings:
         held = [await asyncio.open_connection("127.0.0.1", settings.api_port) for _ in range(10)]
         reader, writer = await asyncio.open_connection("127.0.0.1", settings.api_port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: memlog\r\n\r\n")
@@ -126,12 +121,10 @@ async def test_one_address_past_its_connections_gets_503(stack: Settings) -> Non
         for _, held_writer in [*held, (reader, writer)]:
             held_writer.close()
             await held_writer.wait_closed()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=10) as http:
+        async with api_client(settings, timeout=10) as http:
             for _ in range(100):  # once the server has seen them closed, the address is served again
                 if (await http.get("/healthz")).status_code == 200:
                     break
                 await asyncio.sleep(0.1)
             else:
                 pytest.fail("the address is still refused after its connections closed")
-    finally:
-        process.stop()

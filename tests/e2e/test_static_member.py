@@ -20,6 +20,7 @@ from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.name_clash import LIMIT
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client
 
 from .test_worker_sets import LOGS
 
@@ -69,7 +70,7 @@ async def test_a_worker_killed_and_started_again_under_its_name_applies_at_once(
     named: tuple[Settings, MemlogProcess],
 ) -> None:
     settings, _api = named
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    async with api_client(settings) as http:
         worker = start_worker(settings, LOGS)
         try:
             first = await post(http, "one?")
@@ -110,7 +111,7 @@ async def test_two_workers_given_one_name_stop_taking_turns_and_both_apply(
         # started again in place, as a dynamic member
         renamed.wait_for("[^Worker]: Ready", after=renamed.output().index(CLASHED))
         settled = time.monotonic()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             position = await post(http, "after the clash?")
             assert await questions_within(http, position, 120) == ["after the clash?"]
         await asyncio.sleep(max(0.0, 10 - (time.monotonic() - settled)))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import httpx
 import pytest
 
 from config.settings import Settings
@@ -21,6 +20,7 @@ from memlog.services import open_services
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client
 from tests.e2e.reads import archived_questions, until_ok
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
@@ -43,7 +43,7 @@ async def test_every_projection_holds_every_event_once_across_stops_kills_and_a_
     posted = 0
     chaos_log: list[str] = []
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
 
             async def record(subject: str) -> None:
                 nonlocal posted

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -15,12 +13,9 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog, post_exchange
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "castle-notice"
 SUBJECT = "nora"
 HEADER = "Summary of the earlier conversation:\n"
@@ -31,21 +26,9 @@ FILLER = "the map's margin is full of faded notes " * 10
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[str]:
+def live(start_memlog: StartMemlog) -> Settings:
     # past 6 exchanges a fold keeps the newest 2: 7 exchanges fold 5 of them
-    settings = unique_settings(stack, api_port=free_port(), fold_exchanges=6, fold_keep_min=2, fold_keep_max=2)
-    asyncio.run(ensure_topics(settings))
-    worker = start_worker(settings, LOGS)
-    api = start_api(settings, LOGS)
-    yield f"http://127.0.0.1:{settings.api_port}"
-    api.stop()
-    worker.stop()
-
-
-@pytest.fixture
-async def http(live: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=live, timeout=60) as client:
-        yield client
+    return start_memlog(fold_exchanges=6, fold_keep_min=2, fold_keep_max=2)
 
 
 async def post(http: httpx.AsyncClient, number: int) -> str:
@@ -59,9 +42,7 @@ async def post(http: httpx.AsyncClient, number: int) -> str:
         body["tool_calls"] = [
             {"name": "read_map", "arguments": {"page": 3}, "result": {"note": FILLER + SECRET}, "ok": True}
         ]
-    response = await http.post("/v1/exchanges", json=body)
-    assert response.status_code == 202, response.text
-    position: str = response.json()["position"]
+    position: str = (await post_exchange(http, body))["position"]
     return position
 
 

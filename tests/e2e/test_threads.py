@@ -7,9 +7,8 @@ import json
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,14 +17,12 @@ import redis.asyncio as aioredis
 
 from adapters.redis_store import thread_base
 from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
+from memlog.processes import start_worker
 from projections.session import ThreadKey
 from projections.tokens import TokenCounter
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS, StartMemlog, api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 HOUR_MS = 3_600_000
 
 
@@ -34,31 +31,9 @@ def filler(tokens: int, tag: str) -> str:
     return f"{tag}:" + " zz" * tokens
 
 
-class Stack:
-    def __init__(self, worker_settings: Settings, api_settings: Settings) -> None:
-        asyncio.run(ensure_topics(worker_settings))
-        self.worker = start_worker(worker_settings, LOGS)
-        self.api = start_api(api_settings, LOGS)
-        self.settings = api_settings
-        self.url = f"http://127.0.0.1:{api_settings.api_port}"
-
-    def stop(self) -> None:
-        self.api.stop()
-        self.worker.stop()
-
-
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Stack]:
-    settings = unique_settings(stack, api_port=free_port())
-    running = Stack(settings, settings)
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-async def http(live: Stack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=live.url, timeout=60) as client:
-        yield client
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog()
 
 
 async def post(http: httpx.AsyncClient, **payload: Any) -> dict[str, Any]:
@@ -187,7 +162,7 @@ async def test_a_reset_starts_a_new_session(http: httpx.AsyncClient) -> None:
 
 
 async def test_ttls_follow_the_event_time_and_a_replayed_exchange_never_revives(
-    http: httpx.AsyncClient, live: Stack
+    http: httpx.AsyncClient, live: Settings
 ) -> None:
     now = now_ms()
     fresh = await post(
@@ -206,8 +181,8 @@ async def test_ttls_follow_the_event_time_and_a_replayed_exchange_never_revives(
     assert (await context(http, "subjects/fred", old["position"]))["exchanges"] == []
     assert len((await context(http, "subjects/erin", fresh["position"]))["exchanges"]) == 1
     await context(http, "public", public["position"], tenant="ttl-town")
-    client = aioredis.Redis.from_url(live.settings.redis)
-    prefix = live.settings.redis_prefix
+    client = aioredis.Redis.from_url(live.redis)
+    prefix = live.redis_prefix
     session_ttl = await client.pttl(f"{thread_base(prefix, ThreadKey.session('castle', 'erin'))}:h")
     public_ttl = await client.pttl(f"{thread_base(prefix, ThreadKey.public('ttl-town'))}:h")
     await client.aclose()
@@ -215,8 +190,8 @@ async def test_ttls_follow_the_event_time_and_a_replayed_exchange_never_revives(
     assert 29 * 60_000 < public_ttl <= 30 * 60_000  # 2 h public thread, 90 min gone
 
 
-async def test_bad_input_answers_422_naming_the_problem(http: httpx.AsyncClient, live: Stack) -> None:
-    too_big = {"tenant": "castle", "subject": "s", "question": "x" * (live.settings.max_message_bytes + 10)}
+async def test_bad_input_answers_422_naming_the_problem(http: httpx.AsyncClient, live: Settings) -> None:
+    too_big = {"tenant": "castle", "subject": "s", "question": "x" * (live.max_message_bytes + 10)}
     response = await http.post("/v1/exchanges", json=too_big)
     assert response.status_code == 422 and "at most" in response.text
     for payload, field in [
@@ -247,24 +222,24 @@ async def dump(client: aioredis.Redis, prefix: str) -> dict[str, Any]:
     return found
 
 
-async def test_a_replay_into_empty_redis_gives_the_same_threads_byte_for_byte(live: Stack, stack: Settings) -> None:
+async def test_a_replay_into_empty_redis_gives_the_same_threads_byte_for_byte(live: Settings, stack: Settings) -> None:
     # runs last in this module: every thread above, folds included, is in the log by now
-    replay = live.settings.model_copy(
+    replay = live.model_copy(
         update={
-            "app_id": live.settings.app_id + "-replay",
-            "namespace": live.settings.namespace + "r",
+            "app_id": live.app_id + "-replay",
+            "namespace": live.namespace + "r",
             "fold_agent": False,
         }
     )
-    client = aioredis.Redis.from_url(live.settings.redis)
-    live_applied = await client.hgetall(f"{live.settings.redis_prefix}:applied:threads")
+    client = aioredis.Redis.from_url(live.redis)
+    live_applied = await client.hgetall(f"{live.redis_prefix}:applied:threads")
     worker = await asyncio.to_thread(start_worker, replay, LOGS)
     try:
         deadline = time.monotonic() + 120
         while await client.hgetall(f"{replay.redis_prefix}:applied:threads") != live_applied:
             assert time.monotonic() < deadline, "the replay did not catch up"
             await asyncio.sleep(0.2)
-        live_threads = await dump(client, live.settings.redis_prefix)
+        live_threads = await dump(client, live.redis_prefix)
         rebuilt = await dump(client, replay.redis_prefix)
     finally:
         worker.stop()
@@ -313,9 +288,8 @@ def completions() -> Iterator[str]:
 
 
 async def test_a_fold_can_call_an_openai_compatible_endpoint(stack: Settings, completions: str) -> None:
-    settings = unique_settings(
+    settings = own_settings(
         stack,
-        api_port=free_port(),
         summarizer="openai",
         summarizer_url=completions,
         summarizer_model="tiny",
@@ -323,14 +297,11 @@ async def test_a_fold_can_call_an_openai_compatible_endpoint(stack: Settings, co
         fold_exchanges=10,
         fold_keep_max=2,
     )
-    running = await asyncio.to_thread(Stack, settings, settings)
-    try:
-        async with httpx.AsyncClient(base_url=running.url, timeout=60) as http:
+    with memlog(settings):
+        async with api_client(settings) as http:
             for number in range(11):
                 await post(http, subject="hal", question=f"q{number}", answer=f"a{number}")
             ctx = await until_folded(http, "subjects/hal")
-    finally:
-        running.stop()
     assert ctx["summary"] == "SUMMARY of 9 exchanges"  # 11 exchanges, at least 2 stay
     (request,) = ChatCompletions.requests
     assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer secret-key"
@@ -342,18 +313,16 @@ async def test_a_failing_summarizer_loses_nothing_and_the_context_read_folds_pas
     stack: Settings, completions: str, count_tokens: TokenCounter
 ) -> None:
     ChatCompletions.fail = True
-    worker_settings = unique_settings(
+    worker_settings = own_settings(
         stack,
-        api_port=free_port(),
         summarizer="openai",
         summarizer_url=completions,
         summarizer_model="down",
         fold_retry_seconds=600,
     )
     api_settings = worker_settings.model_copy(update={"summarizer": "extractive"})
-    running = await asyncio.to_thread(Stack, worker_settings, api_settings)
-    try:
-        async with httpx.AsyncClient(base_url=running.url, timeout=60) as http:
+    with memlog(worker_settings, api=False), memlog(api_settings, worker=False):
+        async with api_client(api_settings) as http:
             last = None
             for number in range(4):  # 4 x 11,000 tokens: past 32,000 at the 3rd, past 42,000 at the 4th
                 last = await post(http, subject="ivy", question=filler(11_000, f"q{number}"), answer=f"a{number}")
@@ -364,14 +333,12 @@ async def test_a_failing_summarizer_loses_nothing_and_the_context_read_folds_pas
             assert ChatCompletions.requests, "the worker never tried to fold"
             # the read past 42,000 tokens folds first, with the API's own summarizer, then answers
             ctx = await context(http, "subjects/ivy", last["position"])
-    finally:
-        running.stop()
     assert ctx["summary"].startswith("- q0:") and len(ctx["summary"]) <= 3_000
     assert [e["answer"] for e in ctx["exchanges"]] == ["a2", "a3"]  # at least 2 stay, whatever their size
     assert ctx["tokens"] < 42_000
 
 
-async def test_the_cli_starts_a_new_session(http: httpx.AsyncClient, live: Stack) -> None:
+async def test_the_cli_starts_a_new_session(http: httpx.AsyncClient, live: Settings) -> None:
     from memlog.processes import settings_env
 
     await post(http, subject="jack", question="before the reset", answer="ok")
@@ -382,7 +349,7 @@ async def test_the_cli_starts_a_new_session(http: httpx.AsyncClient, live: Stack
         "reset",
         "castle",
         "jack",
-        env=settings_env(live.settings),
+        env=settings_env(live),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

@@ -4,41 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.processes import free_port
 from memlog.services import open_services
 from projections.traces import sampled
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS, StartMemlog, api_client, memlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 DAY_MS = 86_400_000
 PROMPT_MARK = "PROMPT-TEXT-THAT-MUST-NOT-SHOW"
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[tuple[Settings, Settings]]:
-    settings = unique_settings(stack, api_port=free_port())
-    quarter = settings.model_copy(update={"api_port": free_port(), "trace_sample": 0.25})
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS), start_api(quarter, LOGS)]
-    yield settings, quarter
-    for process in reversed(processes):
-        process.stop()
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog()
 
 
-@pytest.fixture
-async def http(live: tuple[Settings, Settings]) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live[0].api_port}", timeout=60) as client:
-        yield client
+@pytest.fixture(scope="module")
+def quarter_settings(live: Settings) -> Iterator[Settings]:
+    """A second API, on the same topics, that keeps a quarter of the traces."""
+    with memlog(live.model_copy(update={"api_port": free_port(), "trace_sample": 0.25}), worker=False) as quarter:
+        yield quarter
 
 
 def big_run(
@@ -97,7 +89,7 @@ async def trace(http: httpx.AsyncClient, run: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-async def test_a_150_kb_run_round_trips_redacted(http: httpx.AsyncClient, live: tuple[Settings, Settings]) -> None:
+async def test_a_150_kb_run_round_trips_redacted(http: httpx.AsyncClient, live: Settings) -> None:
     accepted = await trace(http, big_run("run-150k"))
     assert accepted["sampled"] is True and 140_000 < accepted["bytes"] < 200_000
     shape = (await http.get("/v1/tenants/castle/runs/run-150k", params={"after": accepted["position"]})).json()
@@ -107,7 +99,7 @@ async def test_a_150_kb_run_round_trips_redacted(http: httpx.AsyncClient, live: 
     assert [item["seq"] for item in shape["timeline"]] == list(range(20))
     text = json.dumps(shape)
     assert PROMPT_MARK not in text and "OUTPUT-" not in text and "ARGS-" not in text and "rrrr" not in text
-    async with open_services(live[0]) as services:
+    async with open_services(live) as services:
         stored = await services.traces.get("castle", "run-150k", now_ms())
     assert stored is not None
     assert stored["steps"][3]["prompt"].startswith(f"{PROMPT_MARK} 3 ppp")  # the whole run is kept
@@ -153,9 +145,7 @@ async def test_the_api_answers_health_checks_while_it_redacts_a_worst_case_run(h
     print(f"/healthz during a worst-case run: {len(latencies)} checks, max {max(latencies) * 1000:.0f} ms")
 
 
-async def test_a_run_over_the_maximum_is_refused_with_its_size(
-    http: httpx.AsyncClient, live: tuple[Settings, Settings]
-) -> None:
+async def test_a_run_over_the_maximum_is_refused_with_its_size(http: httpx.AsyncClient, live: Settings) -> None:
     response = await http.post("/v1/runs", json=big_run("run-huge", target_bytes=900_000))
     assert response.status_code == 422
     message = response.json()["detail"][0]["msg"]
@@ -164,8 +154,10 @@ async def test_a_run_over_the_maximum_is_refused_with_its_size(
     assert missing.status_code == 404
 
 
-async def test_sampling_keeps_about_a_quarter_and_the_same_quarter_every_time(live: tuple[Settings, Settings]) -> None:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live[1].api_port}", timeout=60) as quarter:
+async def test_sampling_keeps_about_a_quarter_and_the_same_quarter_every_time(
+    live: Settings, quarter_settings: Settings
+) -> None:
+    async with api_client(quarter_settings) as quarter:
         first = [await trace(quarter, big_run(f"sampled-{n}", target_bytes=200)) for n in range(400)]
         again = [await trace(quarter, big_run(f"sampled-{n}", target_bytes=200)) for n in range(400)]
     kept = {body["run_id"] for body in first if body["sampled"]}
@@ -173,7 +165,7 @@ async def test_sampling_keeps_about_a_quarter_and_the_same_quarter_every_time(li
     assert kept == {f"sampled-{n}" for n in range(400) if sampled(f"sampled-{n}", 0.25)}
     assert 70 <= len(kept) <= 130  # 400 runs at 0.25
     last = [body["position"] for body in again if body["sampled"]][-1]
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live[0].api_port}", timeout=60) as http:
+    async with api_client(live) as http:
         listed = (await http.get("/v1/tenants/castle/runs", params={"limit": 500, "after": last})).json()["runs"]
     # the projection holds exactly the sampled quarter, each run once though it was sent twice
     assert sorted(r["run_id"] for r in listed if r["run_id"].startswith("sampled-")) == sorted(kept)
@@ -201,26 +193,22 @@ async def test_recent_runs_filter_by_agent_status_and_time(http: httpx.AsyncClie
     assert [r["run_id"] for r in (await http.get("/v1/tenants/castle/runs", params=window)).json()["runs"]] == ["f-2"]
 
 
-async def test_erasing_a_subject_deletes_the_traces_of_their_runs(
-    http: httpx.AsyncClient, live: tuple[Settings, Settings]
-) -> None:
+async def test_erasing_a_subject_deletes_the_traces_of_their_runs(http: httpx.AsyncClient, live: Settings) -> None:
     await trace(http, big_run("erase-1", target_bytes=300, subject="gone"))
     last = await trace(http, big_run("keep-1", target_bytes=300, subject="stays"))
     await http.get("/v1/tenants/castle/runs", params={"after": last["position"]})
-    async with open_services(live[0]) as services:
+    async with open_services(live) as services:
         assert await services.traces.erase_subject("castle", "gone") == 1
         assert await services.traces.get("castle", "erase-1", now_ms()) is None
         assert await services.traces.get("castle", "keep-1", now_ms()) is not None
 
 
-async def test_the_shape_page_renders_a_150_kb_run_without_its_prompts(
-    http: httpx.AsyncClient, live: tuple[Settings, Settings]
-) -> None:
+async def test_the_shape_page_renders_a_150_kb_run_without_its_prompts(http: httpx.AsyncClient, live: Settings) -> None:
     from playwright.async_api import async_playwright
 
     accepted = await trace(http, big_run("run-page"))
     await http.get("/v1/tenants/castle/runs/run-page", params={"after": accepted["position"]})
-    url = f"http://127.0.0.1:{live[0].api_port}/admin/traces?tenant=castle"
+    url = f"http://127.0.0.1:{live.api_port}/admin/traces?tenant=castle"
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path="/usr/bin/chromium",

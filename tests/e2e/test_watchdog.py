@@ -27,6 +27,7 @@ from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.conftest import api_client
 from tests.own_kafka import own_kafka
 
 LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
@@ -89,7 +90,7 @@ async def test_a_consumer_that_stops_fetching_is_restarted_by_the_watchdog_and_c
     worker = start_worker(settings, LOGS)
     api = start_api(settings, LOGS)
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             await read_back_exactly_once(http, await record(http, range(BEFORE)), BEFORE)
             os.kill(worker.process.pid, signal.SIGUSR1)
             worker.wait_for("fault hook: the consumer stops fetching")
@@ -132,7 +133,7 @@ async def test_a_projection_left_behind_with_nothing_left_to_fetch_is_caught_up_
     worker = start_worker(settings, LOGS)
     api = start_api(settings, LOGS)
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             last = await record(http, range(BEFORE))
             await read_back_exactly_once(http, last, BEFORE)
             deadline = time.monotonic() + STALL_BOUND
@@ -173,7 +174,7 @@ async def test_a_worker_whose_agents_hang_exits_and_memlog_up_starts_it_again(st
     try:
         up.wait_for("memlog is up")
         first = int(re.findall(r"the worker runs \(pid (\d+)\)", up.output())[-1])
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             await read_back_exactly_once(http, await record(http, range(BEFORE)), BEFORE)
             os.kill(first, signal.SIGUSR2)
             last = await record(http, range(BEFORE, BEFORE + AFTER))

@@ -20,8 +20,7 @@ from config.settings import Settings
 from memlog.processes import MemlogProcess, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-
-from .test_worker_sets import LOGS
+from tests.e2e.conftest import LOGS
 
 
 @pytest.fixture

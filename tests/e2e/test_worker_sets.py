@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.processes import MemlogProcess, start_api, start_worker
 from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS, api_client, own_settings
 from tests.e2e.reads import archived_questions, until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "sets"
 CONTEXT = "sessions,facts"  # what a context read after a threads position waits for (memlog/positions.py)
 STORES = "archives,traces,privacy"
@@ -27,7 +25,7 @@ STORES = "archives,traces,privacy"
 
 @pytest.fixture
 def split(stack: Settings) -> Iterator[tuple[Settings, list[MemlogProcess]]]:
-    settings = unique_settings(stack, api_port=free_port())
+    settings = own_settings(stack)
     asyncio.run(ensure_topics(settings))
     processes = [
         start_worker(settings.model_copy(update={"worker_projections": CONTEXT}), LOGS),
@@ -58,7 +56,7 @@ async def test_the_context_stays_current_while_the_archiving_worker_is_down(
     settings, (context, stores, _api) = split
     assert f"consumer group {settings.group_id}.sessions.facts" in context.output()
     assert f"consumer group {settings.group_id}.archives.traces.privacy" in stores.output()
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    async with api_client(settings) as http:
         first = await post(http, question="one?", answer="1")
         assert await questions_in_context(http, first) == ["one?"]
         assert await archived_questions(http, TENANT, "ada", first) == ["one?"]
