@@ -26,7 +26,7 @@ from schemas.events import (
     ThreadRenamed,
     ToolCalled,
 )
-from tests.contracts.test_conversation_archive import MAIN, Log, _env
+from tests.contracts.conversation_archive import MAIN, Log, envelope
 
 Batch = list[tuple[ThreadEvent, Position]]
 
@@ -45,13 +45,13 @@ def _log() -> Log:
     log = Log()
     for n in range(4):
         log.add(
-            QuestionAsked(_env(), f"x{n}", f"where is chest {n}", original=f'{{"q":{n}}}'),
-            ToolCalled(_env(), f"x{n}", 0, "recall", '{"q":"chest"}', f'{{"facts":["gate {n}"]}}'),
-            ToolCalled(_env(), f"x{n}", 1, "recall", '{"q":"gate"}', '{"facts":[]}'),
-            AnswerGiven(_env(), f"x{n}", f"by gate {n}"),
+            QuestionAsked(envelope(), f"x{n}", f"where is chest {n}", original=f'{{"q":{n}}}'),
+            ToolCalled(envelope(), f"x{n}", 0, "recall", '{"q":"chest"}', f'{{"facts":["gate {n}"]}}'),
+            ToolCalled(envelope(), f"x{n}", 1, "recall", '{"q":"gate"}', '{"facts":[]}'),
+            AnswerGiven(envelope(), f"x{n}", f"by gate {n}"),
         )
         if n == 1:
-            log.add(ThreadFolded(_env(), "f1", "chests and gates", ("x0",), "test"))
+            log.add(ThreadFolded(envelope(), "f1", "chests and gates", ("x0",), "test"))
     return log
 
 
@@ -139,9 +139,9 @@ async def test_an_exchange_too_large_for_one_document_is_split(database: AsyncDa
     log = Log()
     result = '"' + "w" * 6_000_000 + '"'  # three of these: 18 MB, past MongoDB's 16 MiB document
     batch = log.add(
-        QuestionAsked(_env(), "x0", "fetch it all"),
-        *(ToolCalled(_env(), "x0", i, "fetch", "{}", result) for i in range(3)),
-        AnswerGiven(_env(), "x0", "done"),
+        QuestionAsked(envelope(), "x0", "fetch it all"),
+        *(ToolCalled(envelope(), "x0", i, "fetch", "{}", result) for i in range(3)),
+        AnswerGiven(envelope(), "x0", "done"),
     )
     await store.apply(plan_archive(batch))
     found = await store.entries(MAIN, scope="history", snapshot=NEVER - 1)
@@ -155,9 +155,9 @@ async def test_an_entry_id_held_by_another_group_is_dropped(database: AsyncDatab
     await store.prepare()
     log = Log()
     await store.apply(plan_archive(log.exchange(0, "first?", "one") + log.exchange(1, "second?", "two")))
-    again = log.add(QuestionAsked(_env(), "x0", "first, again?"), QuestionAsked(_env(), "x2", "third?"))
+    again = log.add(QuestionAsked(envelope(), "x0", "first, again?"), QuestionAsked(envelope(), "x2", "third?"))
     await store.apply(plan_archive(again))
-    await store.apply(plan_archive(log.add(QuestionAsked(_env(), "x2", "third, again?"))))  # its own group's
+    await store.apply(plan_archive(log.add(QuestionAsked(envelope(), "x2", "third, again?"))))  # its own group's
     found = await store.entries(MAIN, scope="history", snapshot=NEVER - 1)
     assert [(e.entry_id, e.text) for e in found] == [
         ("x0.q", "first?"),
@@ -209,7 +209,7 @@ async def test_a_batch_redelivered_after_a_rename_leaves_the_moved_entries_as_th
     await store.prepare()
     log = Log()
     batch = log.exchange(0, "where is the chest", "by the gate") + log.add(
-        ThreadFolded(_env(), "f1", "the chest", ("x0",), "test"), ThreadRenamed(_env(), "main", "older")
+        ThreadFolded(envelope(), "f1", "the chest", ("x0",), "test"), ThreadRenamed(envelope(), "main", "older")
     )
     older = ConversationRef("castle", "session", "ann", "older")
     await store.apply(plan_archive(batch))

@@ -16,7 +16,7 @@ from adapters.mongo_entries import GROUPS
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.ports import ConversationArchive
-from tests.contracts.test_conversation_archive import ConversationArchiveContract
+from tests.contracts.conversation_archive import ConversationArchiveContract
 
 
 class Sent(CommandListener):

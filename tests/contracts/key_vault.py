@@ -1,0 +1,90 @@
+"""The KeyVault contract, run against every implementation.
+
+The contract suite; the test module test_key_vault.py runs it against each adapter."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from projections.ports import KeyVault
+from projections.sealing import KEY_BYTES, SealError
+from schemas.errors import SubjectErasing
+
+MASTER = os.urandom(32)
+
+
+Open = Callable[[bytes], KeyVault]  # a vault over the same stored keys, with this master key
+
+
+class KeyVaultContract:
+    async def test_a_subject_keeps_one_data_key(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        key_id, key = await vault.key_for_write("castle", "ann")
+        assert len(key) == KEY_BYTES
+        assert await vault.key_for_write("castle", "ann") == (key_id, key)
+        assert await open_vault(MASTER).key_for_write("castle", "ann") == (key_id, key)
+
+    async def test_subjects_and_tenants_have_keys_of_their_own(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        made = [
+            await vault.key_for_write(tenant, subject)
+            for tenant, subject in [("castle", "ann"), ("castle", "bob"), ("castle:2", "ann")]
+        ]
+        assert len({key_id for key_id, _ in made}) == len({key for _, key in made}) == 3
+
+    async def test_a_tenant_has_a_key_of_its_own_that_no_erasure_takes(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        tenant_key = await vault.key_for_write("castle", None)
+        subjects = [await vault.key_for_write("castle", name) for name in ("ann", "4:castle", ":", "castle")]
+        others = [await vault.key_for_write("castle:2", None), await vault.key_for_write("castl", None)]
+        assert len({key_id for key_id, _ in [tenant_key, *subjects, *others]}) == 7
+        assert await open_vault(MASTER).key_for_write("castle", None) == tenant_key
+        for name in ("ann", "4:castle", ":", "castle"):
+            await vault.begin_erasure("castle", name)
+            await vault.delete("castle", name)
+        assert await vault.key_for_write("castle", None) == tenant_key
+        assert await vault.keys_by_id([tenant_key[0]]) == dict([tenant_key])
+
+    async def test_keys_are_found_by_id(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        ann, bob = await vault.key_for_write("castle", "ann"), await vault.key_for_write("castle", "bob")
+        assert await vault.keys_by_id([ann[0], bob[0], "no-such-key"]) == dict([ann, bob])
+        assert await vault.keys_by_id([]) == {}
+
+    async def test_a_subject_being_erased_can_neither_write_nor_read(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        ann, bob = await vault.key_for_write("castle", "ann"), await vault.key_for_write("castle", "bob")
+        await vault.begin_erasure("castle", "ann")
+        with pytest.raises(SubjectErasing):
+            await vault.key_for_write("castle", "ann")
+        assert await vault.keys_by_id([ann[0], bob[0]]) == dict([bob])
+        assert await vault.key_for_write("castle", "bob") == bob
+
+    async def test_a_deleted_key_is_gone_for_good_and_a_new_write_makes_another(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        old_id, old_key = await vault.key_for_write("castle", "ann")
+        await vault.begin_erasure("castle", "ann")
+        assert await vault.delete("castle", "ann") == 1
+        assert await vault.delete("castle", "ann") == 0
+        assert await vault.keys_by_id([old_id]) == {}
+        new_id, new_key = await vault.key_for_write("castle", "ann")
+        assert (new_id, new_key) != (old_id, old_key) and new_id != old_id
+        assert await vault.keys_by_id([old_id, new_id]) == {new_id: new_key}
+
+    async def test_erasing_a_subject_without_a_key_changes_nothing(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        bob = await vault.key_for_write("castle", "bob")
+        await vault.begin_erasure("castle", "ann")
+        assert await vault.delete("castle", "ann") == 0
+        assert await vault.keys_by_id([bob[0]]) == dict([bob])
+
+    async def test_another_master_key_cannot_unwrap_the_stored_keys(self, open_vault: Open) -> None:
+        key_id, _ = await open_vault(MASTER).key_for_write("castle", "ann")
+        stranger = open_vault(os.urandom(32))
+        with pytest.raises(SealError):
+            await stranger.keys_by_id([key_id])
+        with pytest.raises(SealError):
+            await stranger.key_for_write("castle", "ann")
