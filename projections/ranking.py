@@ -69,15 +69,17 @@ def rank(
     for entry in candidates:
         units.setdefault(_unit(entry, group), {}).setdefault(entry.entry_id, entry)
     grouped = [sorted(held.values(), key=lambda e: e.seq) for held in units.values()]
-    parts = [[relevance.bag(e.text, stops=asked.stop_only) for e in entries] for entries in grouped]
+    parts = [[relevance.bag(e.text, stops=True, stop_length=asked.stop_only) for e in entries] for entries in grouped]
     docs = [sum(own[1:], own[0]) for own in parts]
     wanted = set(asked.terms)
-    frequency = relevance.frequencies(docs, wanted)
+    # the query's stop words weigh by their idf among the candidates its content terms found (never
+    # finding one of their own): a stop word in most of them weighs little, one in few tells them apart
+    frequency = relevance.frequencies(docs, wanted | set(asked.stops))
     stats = relevance.Stats(max(documents or 0, len(docs)), sum(d.length for d in docs) / max(1, len(docs)))
-    weights = {t: relevance.idf(stats.documents, frequency[t]) for t in wanted}
+    weights = {t: relevance.idf(stats.documents, n) for t, n in frequency.items()}
     hits = []
     for entries, own, doc in zip(grouped, parts, docs, strict=True):
-        hit = _hit(phrase, entries, own, doc, weights, stats, key)
+        hit = _hit(phrase, entries, own, doc, (weights, wanted), stats, key)
         if hit is not None:
             hits.append(hit)
     ordered = sorted(hits, key=lambda hit: hit.key)
@@ -91,12 +93,14 @@ def _hit(
     entries: list[Entry],
     own: list[relevance.Bag],
     doc: relevance.Bag,
-    weights: Mapping[str, float],
+    weighed: tuple[Mapping[str, float], set[str]],
     stats: relevance.Stats,
     key: Callable[[Match, Entry], Key],
 ) -> Hit | None:
-    """One exchange's hit: a phrase match in any entry, or a content term anywhere; None otherwise."""
-    weigh = [sum(w for t, w in weights.items() if part.counts.get(t)) for part in own]
+    """One exchange's hit: a phrase match in any entry, or a content term anywhere (`weighed`: every
+    term's weight, and which terms are content terms); None otherwise. Stop words only add weight."""
+    weights, content = weighed
+    weigh = [sum(weights[t] for t in content if part.counts.get(t)) for part in own]
     head = phrase.split(" ", 1)[0]  # a phrase is in an entry only if its first word is: skip the others cheaply
     normals = [normal(e.text) if head in e.text.lower() else "" for e in entries]
     phrased = [i for i, normal in enumerate(normals) if phrase in normal]
@@ -104,7 +108,7 @@ def _hit(
     if not phrased and not matching:
         return None
     best = phrased[0] if phrased else max(matching, key=lambda i: (weigh[i], -i))
-    found_terms = {t for t in weights if doc.counts.get(t)}
+    found_terms = {t for t in content if doc.counts.get(t)}
     text = normals[best] or normal(entries[best].text)
     at = text.find(phrase) if phrased else relevance.locate(text, found_terms)
     found = Match(bool(phrased), len(found_terms), at, relevance.score(doc, weights, stats))

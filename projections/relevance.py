@@ -7,7 +7,10 @@ its single characters and its character bigrams: no dictionary to ship, and a tw
 Chinese words are) matches as a bigram, which ranks it above its characters found apart (bench/
 search_eval.py measures the choice). Each word is stemmed with snowball (English for Latin script,
 Russian for Cyrillic), and stop words (English, French, Russian, Chinese function characters and the
-asking words of a question) are no content terms: they neither find candidates nor score.
+asking words of a question) are no content terms: they never find a candidate, and a query whose
+content terms occur nowhere answers nothing; among the candidates its content terms found, they weigh
+by their idf as any term does (BM25 gives a common word little weight anyway, and "quand", "под",
+"between" do tell a French, Russian or English answer apart: bench/search_eval.py, "stops").
 
 BM25 (Robertson and Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009) with
 k1 1.2 and b 0.75, the usual defaults. A document is one exchange: its question, tool calls and answer
@@ -140,6 +143,7 @@ class Query:
     terms: tuple[str, ...]
     stop_only: bool
     raw: tuple[str, ...] = ()  # the folded words the terms came from
+    stops: tuple[str, ...] = ()  # the stems of its stop words that are no content term: they only weigh
 
     @property
     def lookup(self) -> list[str]:
@@ -157,7 +161,8 @@ def query_of(text: str) -> Query:
     distinct = tuple(dict.fromkeys(stem(w) for w in chosen))
     if len(distinct) > MAX_QUERY_TERMS:
         raise InvalidEvent("q", f"has {len(distinct)} distinct terms; at most {MAX_QUERY_TERMS}")
-    return Query(distinct, stop_only, tuple(dict.fromkeys(chosen)))
+    stops = () if stop_only else tuple(dict.fromkeys(s for w in found if (s := stem(w)) not in distinct))
+    return Query(distinct, stop_only, tuple(dict.fromkeys(chosen)), stops[:MAX_QUERY_TERMS])
 
 
 @dataclass(frozen=True)
@@ -197,21 +202,29 @@ _DOTTED = re.compile(r"(?<![^\W_])(?:[^\W\d_]\.){1,}[^\W\d_](?![^\W_])\.?")  # a
 
 
 @lru_cache(maxsize=131072)
-def _terms_of(token: str, stops: bool) -> tuple[str, ...]:
-    return tuple(stem(w) for w in words(token) if stops or w not in STOP_WORDS)
+def _terms_of(token: str) -> tuple[tuple[str, bool], ...]:
+    """The token's stems, each with whether it is a stop word's."""
+    return tuple((stem(w), w in STOP_WORDS) for w in words(token))
 
 
-def bag(text: str, *, stops: bool = False) -> Bag:
-    """`terms(text)` counted: each distinct token folded and stemmed once (a 22 KB text repeats its
-    words), so scoring a candidate costs little more than finding its tokens."""
+def bag(text: str, *, stops: bool = False, stop_length: bool | None = None) -> Bag:
+    """`terms(text)` counted (`terms_with_stops` with `stops`): each distinct token folded and stemmed
+    once (a 22 KB text repeats its words), so scoring a candidate costs little more than finding its
+    tokens. Its length counts stop words when `stop_length` (default: `stops`); a query with content
+    terms measures its documents by their content terms alone, as when stop words were not counted."""
     joined = unicodedata.normalize("NFKC", text)
     if _DOTTED_HINT.search(joined):  # the full pattern costs more than the rest of the text's words
         joined = _DOTTED.sub(lambda m: m.group().replace(".", ""), joined)
+    counted = stops if stop_length is None else stop_length
     counts: Counter[str] = Counter()
+    length = 0
     for token, times in Counter(_RAW.findall(joined)).items():
-        for term in _terms_of(token, stops):
-            counts[term] += times
-    return Bag(counts, sum(counts.values()))
+        for term, stop in _terms_of(token):
+            if stops or not stop:
+                counts[term] += times
+            if counted or not stop:
+                length += times
+    return Bag(counts, length)
 
 
 def score(doc: Bag, weights: Mapping[str, float], stats: Stats) -> float:

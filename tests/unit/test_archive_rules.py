@@ -66,13 +66,25 @@ def test_exact_phrase_ranks_before_bm25() -> None:
     assert [(h.entry.seq, h.found.phrase) for h in hits] == [(4, True), (2, True), (1, False), (3, False)]
 
 
-def test_rare_words_outweigh_common_ones_and_stop_words_count_for_nothing() -> None:
+def test_rare_words_outweigh_common_ones_and_stop_words_find_nothing() -> None:
     entries = [_entry(i, f"we went to the castle on day {i}") for i in range(1, 9)]
     entries.append(_entry(9, "the builder suggested a moat of lava around the castle"))
     entries.append(_entry(10, "the lava moat needs obsidian"))
     hits = rank("what did the builder suggest for the moat?", entries, after=None, limit=10)
     assert [h.entry.seq for h in hits] == [9, 10]  # the castle days share only stop words
     assert rank("what did they say about it?", entries, after=None, limit=10) == []
+
+
+def test_stop_words_weigh_among_the_candidates_content_words_found() -> None:
+    entries = [
+        _entry(1, "la cloche sonne quand il pleut"),
+        _entry(2, "la cloche sonne et il pleut"),  # the same content words, newer: it would win a tie
+        _entry(3, "quand les pillards dorment, tout est calme"),  # stop words in common, no content word
+    ]
+    hits = rank("quand la cloche sonne-t-elle ?", entries, after=None, limit=10)
+    assert [h.entry.seq for h in hits] == [1, 2]  # "quand" tells 1 from 2; 3 is no candidate
+    assert query_of("quand la cloche").stops == ("quand", "la")
+    assert rank("quand les brigands", entries, after=None, limit=10) == []  # "brigands" is nowhere
 
 
 def test_a_query_of_stop_words_alone_still_matches_them() -> None:
