@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +107,8 @@ _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 # A key that is a name and nothing else (letters, separators, at most 24): never a secret by itself. Others
 # (digits, symbols, other scripts, long ones) are read as text too: a token may be used as a key.
 _ORDINARY_KEY = re.compile(r"[A-Za-z_][A-Za-z_.-]*+")
+# A short name of letters, digits and separators: too short for a token or a card, and no sign, space or '@'.
+_SHORT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,12}+")
 # Names of a header or field in name/value pairs: [{"name": "Authorization", "value": ...}] (HAR, fetch).
 _PAIR_NAMES = ("name", "key", "header", "field")
 _PAIR_VALUES = ("value", "val")
@@ -123,9 +125,14 @@ class Redactor:
     _longest: int = field(init=False, repr=False, compare=False)
     _seen: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
     _names: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
+    _holds_key: Callable[[str], re.Match[str] | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_longest", max((len(key) for key in self.keys), default=0))
+        # every name found secret holds a listed key (or ends with a suffix, each a listed key too): one
+        # search in C tells most names apart
+        listed = sorted((*self.keys, *SECRET_SUFFIXES), key=len, reverse=True)
+        object.__setattr__(self, "_holds_key", re.compile("|".join(map(re.escape, listed))).search)
 
     @classmethod
     def build(cls, extra_keys: Iterable[str] = (), extra_patterns: Iterable[str] = ()) -> Redactor:
@@ -152,6 +159,8 @@ class Redactor:
         normal = _normal(key)
         if normal in self.keys or normal.endswith(SECRET_SUFFIXES):
             return True
+        if self._holds_key(normal) is None:  # the words joined below are parts of `normal`
+            return False
         words = [word.lower() for word in _WORDS.findall(key)]
         for first in range(len(words)):
             joined = ""
@@ -242,7 +251,8 @@ class Redactor:
     def _key(self, key: str, item: Any, taken: dict[Any, Any]) -> str:
         """A key that is itself a secret, shown redacted: a token used as a name, or a name whose value says
         what it is ({"hunter2": "password"}). Identifier-like keys never come here (_ORDINARY_KEY)."""
-        shown = self.text(key)
+        # a short name with digits ("k12x", "item_7") holds no secret by itself: no detector finds one in it
+        shown = key if not self.patterns and _SHORT_NAME.fullmatch(key) is not None else self.text(key)
         if shown == key and isinstance(item, str) and 0 < len(item) <= 64 and " " not in item and self.secret_key(item):
             shown = REDACTED
         if shown != key:

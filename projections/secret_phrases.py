@@ -96,13 +96,37 @@ _CARD_SEPARATORS = re.escape(" \u00a0\u2009\u202f\u2007-./_\u2010\u2011\u2012\u2
 _CARD_RUN = re.compile(rf"[0-9](?:[{_CARD_SEPARATORS}]{{0,3}}+[0-9]){{12,}}+")
 _CARD_GROUP = re.compile(rf"[{_CARD_SEPARATORS}]+")
 _THREE_DIGITS = re.compile(r"[0-9]{3}")
+# A card's window: a group and up to 6 more (19 digits are at most 7 groups: 1 + 3 * 6 is past 19).
+_CARD_WINDOW = re.compile(rf"[0-9]{{1,6}}+(?:[{_CARD_SEPARATORS}]{{1,3}}+[0-9]{{1,7}}+){{1,6}}+")
+_DIGITS = re.compile(r"[0-9]+")
+# A group a card can start at: 1 to 6 digits, the first a network's (2 to 6), then an inner group of 3 to 6.
+_CARD_START = re.compile(rf"(?<![0-9])[2-6][0-9]{{0,5}}+(?=[{_CARD_SEPARATORS}]{{1,3}}+[0-9]{{3,6}}+(?![0-9]))")
+
+
+def budget(text: str, every: int = 512) -> int:
+    """How many candidates (card windows, names in prose, secret elements) a detector judges one by one in
+    a text: 64, and 1 for each `every` characters more. Past it, the text is dense with what the detector
+    looks for (ordinary text is not), and the rest of it is redacted at once rather than read in Python:
+    so the worst case costs a few passes in C, as ordinary text does (bench/redaction.py)."""
+    return 64 + len(text) // every
 
 
 def cards(text: str, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
     """Card numbers whatever separates their digits: a network's prefix and the Luhn digit decide. With
     separators the groups are those of a card (the first 1 to 6 digits, the inner 3 to 6, the last 1 to 6),
     so a list of small numbers, a date or a decimal is not taken for one; a run of more than 19 digits is
-    read as consecutive groups, each start tried until 19 digits (so still linear)."""
+    read as consecutive groups, each start tried until 19 digits (so still linear). Past `budget` windows
+    judged, the rest of the run is redacted."""
+    left = [budget(text)]
+    judged: dict[str, bool] = {}  # a window seen before in this text is not checked again
+
+    def check(digits: str) -> bool:
+        left[0] -= 1
+        known = judged.get(digits)
+        if known is None:
+            known = judged[digits] = is_card_number(digits)
+        return known
+
     for run in _CARD_RUN.finditer(text):
         start, end = run.span()
         if start > 1 and text[start - 1] in ".," and text[start - 2].isdigit():
@@ -112,47 +136,41 @@ def cards(text: str, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
             continue
         if (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
             continue  # inside a word: a UUID's or a digest's digits
-        groups = _CARD_GROUP.split(number)
-        if len(groups) == 1:
-            if is_card_number(number):
+        if _THREE_DIGITS.search(number) is None:
+            continue  # a list of small numbers ("4 4 4 ..."): no card's inner group, and no 13 digits in one
+        if left[0] < 0:  # past the budget: every further run at once
+            yield start, end
+            continue
+        if _CARD_GROUP.search(number) is None:  # one group of 13 digits or more
+            if check(number):
                 yield start, end
             continue
-        if len(groups) > 4 and _THREE_DIGITS.search(number) is None:
-            continue  # a list of small numbers ("4 4 4 ..."): no card's inner group
-        yield from _card_windows(number, groups, start, is_card_number)
+        yield from _card_windows(number, start, check, left)
 
 
-def _card_windows(number: str, groups: list[str], offset: int, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
-    starts: list[int] = []
+def _card_windows(number: str, offset: int, check: Callable[[str], bool], left: list[int]) -> Iterator[Span]:
+    """The cards in a run of digit groups, tried from each group a card may start at (found in C)."""
     position = 0
-    for group in groups:
-        position = number.index(group, position)
-        starts.append(position)
-        position += len(group)
-    first = 0
-    while first < len(groups):
-        if not 1 <= len(groups[first]) <= 6:
-            first += 1
-            continue
-        digits = len(groups[first])
-        last = first
-        found = False
-        while last + 1 < len(groups):
-            if last > first and not 3 <= len(groups[last]) <= 6:
+    while (candidate := _CARD_START.search(number, position)) is not None:
+        if left[0] < 0:  # past the budget: the rest of the run at once
+            yield offset + candidate.start(), offset + len(number)
+            return
+        window = _CARD_WINDOW.match(number, candidate.start())
+        assert window is not None  # a candidate is a group followed by another
+        ends = [match.end() for match in _DIGITS.finditer(window.group())]
+        groups = _DIGITS.findall(window.group())
+        position = candidate.start() + ends[0]
+        digits = len(groups[0])
+        for last in range(1, len(groups)):
+            if last > 1 and not 3 <= len(groups[last - 1]) <= 6:
                 break  # an inner group a card does not have
-            last += 1
             digits += len(groups[last])
             if digits > 19:
                 break
-            if digits >= 13 and len(groups[last]) <= 6 and is_card_number("".join(groups[first : last + 1])):
-                found = True
+            if digits >= 13 and len(groups[last]) <= 6 and check("".join(groups[: last + 1])):
+                yield offset + candidate.start(), offset + candidate.start() + ends[last]
+                position = candidate.start() + ends[last]
                 break
-        if found:
-            yield offset + starts[first], offset + starts[last] + len(groups[last])
-            first = last + 1
-        else:
-            first += 1
-    return
 
 
 # --- passwords in prose ----------------------------------------------------------------------------------
@@ -312,9 +330,9 @@ def _lowered(text: str) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-# Where a name may start, found with str.find (a scan in C): a pattern of alternatives is tried at every
-# position of the text. "code" is looked up from its end, the other anchors start their name.
-_ANCHORS = ("pass", "pw", "pin", "otp", "api", "secret", "access", "code")
+# Where a name may start, found in C (the engine skips ahead to the first letters of these), in order.
+# "code" is looked up from its end, the other anchors start their name.
+_ANCHOR = re.compile(r"pass|pw|pin|otp|api|secret|access|code")
 _CODE_PREFIX = re.compile(
     r"(?:security|access|door|gate|alarm|verification|login|one-time|2fa|mfa|otp|sms|confirmation|pin)[ -]$"
 )
@@ -323,22 +341,19 @@ _CODE_PREFIX = re.compile(
 def _prose_names(lowered: str) -> Iterator[re.Match[str]]:
     """Names standing as words (not inside "bypass" or "compass"), in order."""
     size = len(lowered)
-    starts: set[int] = set()
-    for anchor in _ANCHORS:
-        at = lowered.find(anchor)
-        while at >= 0:
-            if anchor == "code":
-                prefix = _CODE_PREFIX.search(lowered, max(0, at - 14), at)
-                if prefix is not None:
-                    starts.add(prefix.start())
-            else:
-                starts.add(at)
-            at = lowered.find(anchor, at + len(anchor))
-    for start in sorted(starts):
-        if start > 0 and lowered[start - 1].isalpha():
+    last = -1
+    for anchor in _ANCHOR.finditer(lowered):
+        start = anchor.start()
+        if anchor.group() == "code":
+            prefix = _CODE_PREFIX.search(lowered, max(0, start - 14), start)
+            if prefix is None:
+                continue
+            start = prefix.start()
+        if start <= last or (start > 0 and lowered[start - 1].isalpha()):
             continue
         named = _PROSE_NAME.match(lowered, start)
         if named is not None and (named.end() == size or not lowered[named.end()].isalpha()):
+            last = start
             yield named
 
 
@@ -356,7 +371,12 @@ def prose_passwords(text: str) -> Iterator[Span]:
     """The value after a secret's name and a joining word in a sentence."""
     lowered = _lowered(text)
     covered = 0
+    left = budget(text, 128)  # a password policy names one every few sentences; this is 8 a KiB
     for named in _prose_names(lowered):
+        left -= 1
+        if left < 0:  # dense with names of secrets: the rest at once
+            yield named.start(), len(text)
+            return
         if named.start() < covered:
             continue
         needs_digit = named.group(2) is not None
@@ -453,8 +473,13 @@ def elements(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
     """The content of an element whose name is a secret's, or whose naming attribute is; and the value
     attribute of a tag so named."""
     position = 0
+    left, tags = budget(text), budget(text, 8)  # secret elements; tags of any name (ordinary HTML: fewer)
     while (tag := _TAG.search(text, position)) is not None:
         position = tag.end()
+        tags -= 1
+        if tags < 0:  # a tag every few characters: no markup, the rest at once
+            yield tag.start(), len(text)
+            return
         rest = _TAG_REST.match(text, position)
         if rest is None:
             continue
@@ -471,6 +496,10 @@ def elements(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
                 value_span = attribute.span(index)
         if not named:
             continue
+        left -= 1
+        if left < 0:  # dense with secret elements: the rest at once
+            yield tag.start(), len(text)
+            return
         if value_span is not None:
             yield value_span
         if text[rest.end() - 2 : rest.end()] == "/>":

@@ -1,0 +1,58 @@
+"""Redaction's budget: a detector judges at most `budget(text)` candidates one by one, then redacts the
+rest of a text dense with them at once (the worst case of bench/redaction.py stays a few passes in C);
+ordinary text, however long, never reaches it. And the Luhn check summed in C is the textbook one."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections.redaction import REDACTED, Redactor
+from projections.secret_phrases import budget
+from projections.secrets import luhn
+
+REDACTOR = Redactor.build()
+
+
+def textbook_luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        digit = int(char) * (2 if index % 2 else 1)
+        total += digit - 9 if digit > 9 else digit
+    return total % 10 == 0
+
+
+@given(st.text(alphabet="0123456789", min_size=1, max_size=19))
+def test_the_luhn_check_is_the_textbook_one(digits: str) -> None:
+    assert luhn(digits) == textbook_luhn(digits)
+
+
+def test_long_ordinary_text_never_reaches_a_budget() -> None:
+    rng = random.Random(34)
+    floats = " ".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(60_000))  # an embedding dump, 450 KB
+    table = "<table>" + "".join(f"<tr><td>{n}</td><td>item {n}</td></tr>" for n in range(20_000)) + "</table>"
+    prose = (
+        "Choose a password of twelve characters or more. Never share it with anyone, not even support staff."
+        " Change it every ninety days, and keep it out of notes, chats and tickets written in plain text. "
+    ) * 3_000  # a name of a secret every 200 characters, for 600 KB
+    for text in (floats, table, prose):
+        assert REDACTOR.text(text) == text
+
+
+def test_a_text_dense_with_candidates_is_redacted_from_where_the_budget_ran_out() -> None:
+    card = "4111 1111 1111 1111"
+    groups = "4111 " * 20_000 + card  # card-shaped windows every 5 characters, a real card at the end
+    redacted = REDACTOR.text(groups)
+    assert card not in redacted and redacted.endswith(REDACTED) and redacted.startswith("4111 ")
+    names = "password pin code " * 10_000 + "my password is hunter2"
+    assert "hunter2" not in REDACTOR.text(names)
+    elements = "<password>x" * 10_000 + "<password>hunter2</password>"
+    assert "hunter2" not in REDACTOR.text(elements)
+    emails = "a@b.co " * 20_000 + "kim@example.com"
+    assert "kim@example.com" not in REDACTOR.text(emails)
+
+
+def test_the_budget_grows_with_the_text() -> None:
+    assert budget("") == 64 and budget("x" * 786_432) == 64 + 786_432 // 512
