@@ -45,7 +45,7 @@ async def export_subject(tenant: str, subject: str, request: Request, services: 
 async def export_bundle(tenant: str, request_id: str, services: ServicesDep) -> Response:
     bundle = await services.subject_requests.bundle(tenant, request_id)
     if bundle is None:
-        raise NotFound(f"no export {request_id} (bundles are kept a day)")
+        raise NotFound(f"no export {request_id} (a bundle is kept MEMLOG_EXPORT_KEEP_SECONDS, a day by default)")
     return StreamingResponse(bundle, media_type="application/json")
 
 
