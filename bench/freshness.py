@@ -8,7 +8,7 @@ is measured with the service idle, then under a background of other subjects' ex
 
     python -m bench.freshness                     # 300 samples per phase, 50 exchanges/s behind
     python -m bench.freshness --samples 500 --background 50
-    python -m bench.freshness --split             # the sessions in a worker of their own (worker sets)
+    python -m bench.freshness --split             # the worker sets `memlog up` runs (MEMLOG_UP_WORKER_SETS)
 
 HTTP is aiohttp's client on kept-alive connections, one for the measured turns and others for the
 background. No assertions: shared machines are noisy.
@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,7 +38,6 @@ from streams.topics import ensure_topics
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 TENANT = "fresh"
-SPLIT = ("sessions,facts", "archives,traces,privacy")  # MEMLOG_WORKER_PROJECTIONS, as bench/soak.py --split
 PAUSE_SECONDS = 0.02  # between two samples: a turn follows the last one quickly, not back to back
 
 
@@ -98,6 +98,10 @@ async def kafka_floor(settings: Settings) -> AsyncIterator[Callable[[], Awaitabl
         await producer.stop()
 
 
+class FellBehind(RuntimeError):
+    """A write still not readable with after= at the turn's deadline: the projection fell behind."""
+
+
 def memlog_turn(http: aiohttp.ClientSession, subject: str) -> Callable[[], Awaitable[None]]:
     """POST an exchange, then read the context with after= until it holds it (a 503 is read again)."""
     numbers = itertools.count()
@@ -114,6 +118,8 @@ def memlog_turn(http: aiohttp.ClientSession, subject: str) -> Callable[[], Await
             async with http.get(url, params={"after": position, "wait": "30"}) as read:
                 if read.status == 503 and time.monotonic() < deadline:
                     continue
+                if read.status == 503:
+                    raise FellBehind(f"a write not readable {time.monotonic() - deadline + 120:.0f}s after its POST")
                 if read.status != 200:
                     raise RuntimeError(f"GET: {read.status} {await read.text()}")
                 body = await read.read()
@@ -165,7 +171,8 @@ async def phase(
             await asyncio.sleep(PAUSE_SECONDS)
     base = quantiles(taken["floor"])
     mine = quantiles(taken["memlog"])
-    print(f"\n{label}, {samples} samples each:")
+    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"\n{label}, {samples} samples each (load average after: {load}):")
     print(f"  {'aiokafka produce -> waiting consumer (floor)':52} p50 {base[0]:7.2f} ms   p99 {base[1]:7.2f} ms")
     print(
         f"  {'POST, then context with after= holding it':52} p50 {mine[0]:7.2f} ms   p99 {mine[1]:7.2f} ms"
@@ -175,7 +182,7 @@ async def phase(
 
 async def run(settings: Settings, samples: int, rate: int, split: bool) -> None:
     await ensure_topics(settings)
-    sets = SPLIT if split else ("all",)
+    sets = [",".join(which) for which in settings.up_sets()] if split else ["all"]  # as `memlog up` runs them
     workers = [
         await asyncio.to_thread(start_worker, settings.model_copy(update={"worker_projections": which}), LOGS)
         for which in sets
@@ -195,7 +202,10 @@ async def run(settings: Settings, samples: int, rate: int, split: bool) -> None:
             stop = asyncio.Event()
             behind = asyncio.create_task(background(base, rate, stop))
             await asyncio.sleep(3)  # the background settles
-            await phase(f"under {rate} other exchanges/s", floor, fresh, samples)
+            try:
+                await phase(f"under {rate} other exchanges/s", floor, fresh, samples)
+            except FellBehind as behind_by:
+                print(f"\nunder {rate} other exchanges/s: {behind_by} (the worker fell behind the background)")
             stop.set()
             sent = await behind
             print(f"  (background: {sent} exchanges POSTed)")
@@ -209,7 +219,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--background", type=int, default=50, help="other exchanges a second, under load")
-    parser.add_argument("--split", action="store_true", help="two workers: sessions and facts; the rest")
+    parser.add_argument("--split", action="store_true", help="a worker per set of MEMLOG_UP_WORKER_SETS, as memlog up")
     args = parser.parse_args()
     on_local_stack(lambda settings: run(settings, args.samples, args.background, args.split))
 
