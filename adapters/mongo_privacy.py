@@ -19,6 +19,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 from adapters.mongo_store import mongo_errors
 from projections import namespaces
 from projections.namespaces import NamespaceEntry
+from projections.periods import KeyPeriods, period_key_id, period_range, period_ref
 from projections.ports import Clock, utc_now
 from projections.sealing import new_data_key, subject_digest, subject_ref, tenant_ref, unwrap_key, wrap_key
 from schemas.errors import Conflict, NotFound, StoreUnavailable, SubjectErasing
@@ -30,68 +31,97 @@ INDEX_OPTIONS_CONFLICT = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 
 
 class MongoKeyVault:
-    """One data key per (tenant, subject), wrapped by the master key; deleting it shreds the subject's events.
+    """Data keys per (tenant, subject), wrapped by the master key; deleting them shreds the subject's events.
+
+    A subject's standing key (`_id` its `subject_ref`) also holds its state (active or being erased);
+    its period keys (`projections.periods`) are documents of their own, named by `period_ref`, with
+    the subject's ref and the period's end, made only while the standing key is there and active.
 
     Args:
         database: the privacy database.
         master: the 32-byte master key from the settings.
+        periods: how the log's time is cut into key periods.
     """
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], master: bytes) -> None:
+    def __init__(
+        self, database: AsyncDatabase[dict[str, Any]], master: bytes, periods: KeyPeriods | None = None
+    ) -> None:
         self._keys = database["keys"]
         self._master = master
+        self._periods = periods or KeyPeriods()
 
     async def prepare(self) -> None:
         with mongo_errors():
             await self._keys.create_index("key_id", unique=True, name="by_key_id")
+            await self._keys.create_index("ref", name="by_ref", sparse=True)
+            await self._keys.create_index("ends_ms", name="by_period_end", sparse=True)
 
-    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
-        """The subject's current data key (the tenant's without one), made on first use. Refused while
-        the subject is being erased."""
+    async def _make(self, ref: str, key_id: str, fields: dict[str, Any]) -> tuple[str, bytes] | None:
+        """Insert a new key under `ref`; None when another writer made it first."""
+        data_key = new_data_key()
+        nonce, wrapped = wrap_key(self._master, f"{ref}\x1f{key_id}", data_key)
+        doc = {"_id": ref, "key_id": key_id, "nonce": nonce, "wrapped": wrapped, "state": ACTIVE, **fields}
+        try:
+            await self._keys.insert_one({**doc, "created_at": dt.datetime.now(dt.UTC)})
+        except DuplicateKeyError:
+            return None
+        return key_id, data_key
+
+    async def _standing(self, tenant: str, subject: str | None, make: bool) -> dict[str, Any] | None:
         ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
         with mongo_errors():
             doc = await self._keys.find_one({"_id": ref})
-            if doc is None:
-                key_id = uuid.uuid4().hex
-                data_key = new_data_key()
-                nonce, wrapped = wrap_key(self._master, f"{ref}\x1f{key_id}", data_key)
-                try:
-                    await self._keys.insert_one(
-                        {
-                            "_id": ref,
-                            "tenant": tenant,
-                            "subject": subject,
-                            "key_id": key_id,
-                            "nonce": nonce,
-                            "wrapped": wrapped,
-                            "state": ACTIVE,
-                            "created_at": dt.datetime.now(dt.UTC),
-                        }
-                    )
-                    return key_id, data_key
-                except DuplicateKeyError:
-                    doc = await self._keys.find_one({"_id": ref})  # another writer made it first
-            if doc is None:
-                raise StoreUnavailable(f"key vault: the key of {ref} vanished while it was being made")
-        if doc["state"] != ACTIVE:
+            if doc is None and make:
+                fields = {"tenant": tenant, "subject": subject}
+                made = await self._make(ref, uuid.uuid4().hex, fields)
+                doc = await self._keys.find_one({"_id": ref})  # ours, or another writer's made first
+                if doc is None and made is not None:
+                    raise StoreUnavailable(f"key vault: the key of {ref} vanished while it was being made")
+        if doc is not None and doc["state"] != ACTIVE:
             raise SubjectErasing(tenant, subject or "")
+        return doc
+
+    async def _period_key(self, standing: dict[str, Any], at_ms: int) -> tuple[str, bytes]:
+        """The period's key of the subject whose standing key is `standing`, made on first use."""
+        label = self._periods.label(at_ms)
+        ref = period_ref(str(standing["_id"]), label)
+        with mongo_errors():
+            doc = await self._keys.find_one({"_id": ref})
+            if doc is None:
+                fields = {"ref": standing["_id"], "period": label, "ends_ms": period_range(label)[1]}
+                made = await self._make(ref, period_key_id(label), fields)
+                if made is not None:
+                    return made
+                doc = await self._keys.find_one({"_id": ref})
+        if doc is None:
+            raise StoreUnavailable(f"key vault: the key of {ref} vanished while it was being made")
+        if doc["state"] != ACTIVE:
+            raise SubjectErasing(str(standing["tenant"]), str(standing["subject"] or ""))
         return str(doc["key_id"]), self._unwrap(doc)
 
-    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
-        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
-        with mongo_errors():
-            doc = await self._keys.find_one({"_id": ref})
+    async def key_for_write(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes]:
+        """The subject's standing key (the tenant's without one), made on first use; with `at_ms`, the key
+        of the period holding that instant instead. Refused while the subject is being erased."""
+        doc = await self._standing(tenant, subject, make=True)
+        assert doc is not None
+        if at_ms is not None and subject is not None:
+            return await self._period_key(doc, at_ms)
+        return str(doc["key_id"]), self._unwrap(doc)
+
+    async def key_in_use(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes] | None:
+        doc = await self._standing(tenant, subject, make=False)
         if doc is None:
             return None
-        if doc["state"] != ACTIVE:
-            raise SubjectErasing(tenant, subject or "")
+        if at_ms is not None and subject is not None:
+            return await self._period_key(doc, at_ms)
         return str(doc["key_id"]), self._unwrap(doc)
 
     def _unwrap(self, doc: dict[str, Any]) -> bytes:
         return unwrap_key(self._master, f"{doc['_id']}\x1f{doc['key_id']}", bytes(doc["nonce"]), bytes(doc["wrapped"]))
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
-        """The active keys among these ids; an id left out belongs to an erased (or erasing) subject."""
+        """The active keys among these ids; an id left out belongs to an erased (or erasing) subject,
+        or to a period whose key was shredded."""
         found: dict[str, bytes] = {}
         with mongo_errors():
             # A few dozen ids per query: SecantusDB answers one $in of 2,000 ids in about 4.5 s and
@@ -102,14 +132,30 @@ class MongoKeyVault:
                     found[str(doc["key_id"])] = self._unwrap(doc)
         return found
 
+    @staticmethod
+    def _all_of(tenant: str, subject: str) -> dict[str, Any]:
+        ref = subject_ref(tenant, subject)
+        return {"$or": [{"_id": ref}, {"ref": ref}]}
+
     async def begin_erasure(self, tenant: str, subject: str) -> None:
-        """Stop the key being used, for writing or reading, while the subject's data is deleted."""
+        """Stop the subject's keys being used, for writing or reading, while the subject's data is deleted."""
         with mongo_errors():
-            await self._keys.update_one({"_id": subject_ref(tenant, subject)}, {"$set": {"state": ERASING}})
+            await self._keys.update_many(self._all_of(tenant, subject), {"$set": {"state": ERASING}})
 
     async def delete(self, tenant: str, subject: str) -> int:
+        """Delete every key of the subject, standing and per period; how many."""
         with mongo_errors():
-            result = await self._keys.delete_one({"_id": subject_ref(tenant, subject)})
+            result = await self._keys.delete_many(self._all_of(tenant, subject))
+        return int(result.deleted_count)
+
+    async def shred_periods(self, ended_by_ms: int, limit: int = 1000) -> int:
+        """Delete at most `limit` period keys whose period ended at or before `ended_by_ms`; how many."""
+        with mongo_errors():
+            found = self._keys.find({"ends_ms": {"$lte": ended_by_ms}}, {"_id": 1}).limit(limit)
+            due = [doc["_id"] async for doc in found]
+            if not due:
+                return 0
+            result = await self._keys.delete_many({"_id": {"$in": due}, "ends_ms": {"$lte": ended_by_ms}})
         return int(result.deleted_count)
 
 

@@ -197,7 +197,7 @@ class PrivacyStores:
 def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) -> PrivacyStores:
     database = mongo[settings.privacy_database]
     master = settings.master_key_bytes()
-    vault = MongoKeyVault(database, master)
+    vault = MongoKeyVault(database, master, settings.key_periods())
     ledger = MongoLedger(database, master, keep_seconds=round(settings.ledger_days * 86_400))
     exports = MongoExports(database, keep_seconds=settings.export_keep_seconds)
     namespaces = MongoNamespaceRegistry(database, settings.app_id)

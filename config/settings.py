@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from projections.archives import RetentionPolicy
 from projections.facts import FactPolicy
+from projections.periods import KeyPeriods, longest_need_ms
 from projections.recall import RecallPolicy
 from projections.redaction import Redactor
 from projections.session import ThreadPolicy
@@ -399,6 +400,19 @@ class Settings(BaseSettings):
         "engines' files within this long (`memlog compact`, by itself); 0: only by command.",
     )
     key_cache_seconds: float = Field(default=5.0, ge=0, description="How long a process caches a data key to read.")
+    # --- the log forgets on schedule: period keys (projections/periods.py) ---
+    log_key_period_seconds: int = Field(
+        default=0,
+        ge=0,
+        description="Length of a key period of the log: a subject's thread and trace events are sealed under the key "
+        "of the period their time falls in (0: calendar months, UTC).",
+    )
+    log_key_check_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="The worker's privacy set shreds the period keys that are due this often (0: never). A key is due "
+        "once the longest lifetime its records feed has passed since its period ended (`log_key_keep_ms`).",
+    )
     replay_batch: int = Field(
         default=60_000,
         ge=1,
@@ -469,6 +483,20 @@ class Settings(BaseSettings):
                 "task": self.retention_task_days,
                 "subagent": self.retention_subagent_days,
             },
+        )
+
+    def key_periods(self) -> KeyPeriods:
+        return KeyPeriods(self.log_key_period_seconds)
+
+    def log_key_keep_ms(self) -> int | None:
+        """How long after its end a period's key is kept: the longest lifetime of what its records feed,
+        derived from the lifetime settings here and nowhere else (None: never shredded, while
+        conversations of the archive live until purged, i.e. retention is disabled)."""
+        retention = self.retention_policy()
+        return longest_need_ms(
+            (self.chat_ttl_seconds * 1000, self.public_ttl_seconds * 1000, self.automation_ttl_seconds * 1000),
+            self.trace_days * 86_400_000,
+            max(retention.days.values()) * 86_400_000 if retention.enabled else None,
         )
 
     def redactor(self) -> Redactor:

@@ -142,6 +142,7 @@ class Replays:
                 seconds=round(report.seconds, 3),
                 switched=report.switched,
                 skipped_events=sum(report.skipped.values()),
+                expired_events=sum(report.expired.values()),
                 skipped_because=sorted(set(report.reasons.values())),
             )
         except Exception as exc:  # reported to the operator who follows the replay

@@ -371,7 +371,7 @@ async def open_services(
         redis=redis,
         mongo=mongo,
         shared=shared,
-        sealer=Sealer(shared.vault, settings.key_cache_seconds),
+        sealer=Sealer(shared.vault, settings.key_cache_seconds, settings.key_periods()),
         current=open_stores(settings, redis, mongo, settings.namespace),
         producer_name=producer_name or settings.producer_name,
         metrics=metrics,

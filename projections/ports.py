@@ -401,31 +401,38 @@ class FactSlots(Protocol):
 
 
 class KeyVault(Protocol):
-    """One data key per (tenant, subject), held wrapped by the master key; deleting it shreds every
-    event sealed with it. A stored key that does not unwrap with this vault's master key raises
-    projections.sealing.SealError."""
+    """Data keys held wrapped by the master key: a standing key per (tenant, subject), and per-period
+    keys of the subject (`projections.periods`); deleting a key shreds every event sealed with it. A
+    stored key that does not unwrap with this vault's master key raises projections.sealing.SealError."""
 
-    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
-        """The subject's (key id, data key), made on first use. Raises SubjectErasing while the subject
-        is being erased. Without a subject: the tenant's own key, which seals events about no subject
-        (runs without one) and is never erased with a subject."""
+    async def key_for_write(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes]:
+        """The subject's (key id, data key), made on first use: its standing key, or with `at_ms` the key
+        of the period holding that instant. Raises SubjectErasing while the subject is being erased.
+        Without a subject: the tenant's own key (standing, whatever `at_ms`), which seals events about no
+        subject (runs without one) and is never erased with a subject."""
         ...
 
-    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
-        """`key_for_write`'s key without making one: None when there is none (never written, or erased).
-        Raises SubjectErasing while the subject is being erased."""
+    async def key_in_use(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes] | None:
+        """`key_for_write`'s key without making the subject's standing key: None when there is none (never
+        written, or erased); a period key of a subject that has one is made. Raises SubjectErasing while
+        the subject is being erased."""
         ...
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
-        """The active keys among these ids; an id left out belongs to an erased or erasing subject, or to none."""
+        """The active keys among these ids; an id left out belongs to an erased or erasing subject, to a
+        shredded period, or to none."""
         ...
 
     async def begin_erasure(self, tenant: str, subject: str) -> None:
-        """Stop the key being used, for writing or reading, while the subject's data is deleted."""
+        """Stop the subject's keys being used, for writing or reading, while the subject's data is deleted."""
         ...
 
     async def delete(self, tenant: str, subject: str) -> int:
-        """Delete the subject's key; how many (0 or 1). A later write makes a new key."""
+        """Delete every key of the subject (standing and per period); how many. A later write makes a new key."""
+        ...
+
+    async def shred_periods(self, ended_by_ms: int, limit: int = 1000) -> int:
+        """Delete at most `limit` period keys whose period ended at or before `ended_by_ms`; how many."""
         ...
 
 

@@ -71,6 +71,15 @@ class Shredded(MemlogError):
     """An event sealed with a data key that no longer exists: its subject was erased."""
 
 
+class PeriodShredded(Shredded):
+    """An event sealed with a period's key that no longer exists: shredded on schedule once the period's
+    records were needed no more (projections.periods), or with the rest of an erased subject's keys."""
+
+    def __init__(self, message: str, period: str) -> None:
+        super().__init__(message)
+        self.period = period
+
+
 class TargetExists(MemlogError):
     """A rename or fork names a conversation that exists already, or that another accepted one takes."""
 

@@ -69,6 +69,17 @@ class Metrics:
             ["projection"],
             registry=self.registry,
         )
+        self.expired = Counter(
+            "memlog_expired_events",
+            "Events skipped because the key of their period was shredded on schedule (projections.periods).",
+            ["projection"],
+            registry=self.registry,
+        )
+        self.period_keys_shredded = Counter(
+            "memlog_period_keys_shredded",
+            "Period keys of subjects deleted by the worker's schedule once their records were needed no more.",
+            registry=self.registry,
+        )
         self.unavailable = Gauge(
             "memlog_projection_unavailable",
             "1 while a projection cannot reach its store or the log and retries, committing nothing.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,12 +157,12 @@ class EventProducer:
         await self.stop()
 
     async def pin(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
-        """The key events about `subject` are sealed with now, to seal something derived from data read
+        """The key events about `subject` are sealed with now (this period's), to seal something derived from data read
         after this call (see `Sealer.seal`); None when the subject has none (erased). The tenant's own
         key (no subject) is made when missing. Raises SubjectErasing while the subject is being erased."""
         if subject is None:
             return await self._sealer.key_for_write(tenant, None)
-        return await self._sealer.key_in_use(tenant, subject)
+        return await self._sealer.key_in_use(tenant, subject, int(time.time() * 1000))  # this period's key
 
     async def record_exchange(self, exchange: ReportedExchange | Mapping[str, Any]) -> Recorded:
         """Record a whole exchange: question, tool calls and answer, in one batch on one partition.

@@ -19,7 +19,7 @@ from projections.ports import Checkpoints, Counters
 from projections.position import Position
 from projections.sealing import sealed_key_id
 from schemas.codec import Codec, Decoded
-from schemas.errors import DecodeError, InvalidEvent, LogUnavailable, Shredded, StoreUnavailable
+from schemas.errors import DecodeError, InvalidEvent, LogUnavailable, PeriodShredded, Shredded, StoreUnavailable
 from schemas.events import Event, from_record, now_ms
 from schemas.frozen import quick
 from streams.metrics import Metrics
@@ -39,10 +39,12 @@ class DeadLetterSink(Protocol):
 @quick
 @dataclass(frozen=True)
 class Erased:
-    """A record of an erased subject: its data key is gone, so it no longer opens."""
+    """A record of an erased subject, or of a period whose key was shredded on schedule (`period`): its
+    data key is gone, so it no longer opens."""
 
     tenant: str
     subject: str
+    period: str | None = None
 
 
 Read = Event | Erased | Exception  # what a record turned out to be
@@ -123,6 +125,7 @@ class Projector(Generic[E]):
         self._metrics = metrics
         self._sealer = sealer
         self.shredded_by: dict[tuple[str, str], int] = {}  # records skipped because their subject was erased
+        self.expired_by: dict[tuple[str, str], int] = {}  # records skipped because their period's key was shredded
         self.unavailable = False  # waiting for a store or the log to come back (the watchdog leaves it be)
         self.batch_started: float | None = None  # monotonic, while a batch is in progress (the watchdog reads it)
         if metrics is not None:
@@ -172,7 +175,8 @@ class Projector(Generic[E]):
         for index, item in enumerate(await self._open(decoded)):
             if isinstance(item, Shredded):
                 env = cast(Decoded, decoded[index]).record["envelope"]
-                out.append(Erased(str(env["tenant"]), str(env["subject"])))
+                period = item.period if isinstance(item, PeriodShredded) else None
+                out.append(Erased(str(env["tenant"]), str(env["subject"]), period))
             elif isinstance(item, Exception):
                 out.append(item)
             else:
@@ -186,12 +190,15 @@ class Projector(Generic[E]):
         """Apply what `read` made of `records`, in log order; poison is dead-lettered where it stands."""
         run: list[tuple[E, Position]] = []
         shredded: list[tuple[Event, Position]] = []
+        expired = 0
         for record, item in zip(records, read, strict=True):
             position = Position(self.topic, record.partition, record.offset)
             if isinstance(item, Erased):
                 shredded.append((cast(Event, None), position))
                 who = (item.tenant, item.subject)
-                self.shredded_by[who] = self.shredded_by.get(who, 0) + 1
+                counts = self.shredded_by if item.period is None else self.expired_by
+                counts[who] = counts.get(who, 0) + 1
+                expired += item.period is not None
                 continue
             if isinstance(item, Exception):
                 error: Exception | None = item
@@ -209,7 +216,8 @@ class Projector(Generic[E]):
         if shredded:
             await self._retrying(partial(advance_past, self._checkpoints, shredded))
             if self._metrics is not None:
-                self._metrics.shredded.labels(self.name).inc(len(shredded))
+                self._metrics.shredded.labels(self.name).inc(len(shredded) - expired)
+                self._metrics.expired.labels(self.name).inc(expired)
 
     async def _open(
         self, decoded: list[Decoded | Exception]

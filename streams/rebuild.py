@@ -97,9 +97,11 @@ class Rebuild:
     stores: Stores  # the target namespace's
     open: Callable[[str], Stores]  # any namespace's, over the same clients
 
-    def shredded(self) -> Shredded:
+    def shredded(self, expired: bool = False) -> Shredded:
+        """Records skipped per projection and subject: of erased subjects, or with `expired` of periods
+        whose key was shredded on schedule."""
         return {
-            (topic, projector.name): dict(projector.shredded_by)
+            (topic, projector.name): dict(projector.expired_by if expired else projector.shredded_by)
             for topic, projectors in self.by_topic.items()
             for projector in projectors
         }

@@ -82,6 +82,7 @@ class ReplayReport:
     reasons: dict[tuple[str, str], str] = field(default_factory=dict)
     projections: tuple[str, ...] = PROJECTIONS
     erased_meanwhile: int = 0  # subjects erased in the target by the last pass over the privacy topic
+    expired: dict[tuple[str, str], int] = field(default_factory=dict)  # skipped: their period's key was shredded
 
     @property
     def rate(self) -> float:
@@ -154,7 +155,7 @@ async def replay(
     started = time.monotonic()
     events = 0
     dead_letters = 0
-    shredded: list[Shredded] = []
+    parts: list[_Part] = []  # the other processes' counts
     async with rebuild(scoped, projections) as here:
         shared = open_privacy(settings, here.mongo)
         ledger = shared.ledger
@@ -188,7 +189,7 @@ async def replay(
                 consumer.resume(*partitions)
                 events += part.events
                 dead_letters += part.dead_letters
-                shredded.extend(part.shredded)
+                parts.append(part)
             batch = settings.replay_batch
             events = await _catch_up(consumer, here.by_topic, partitions, positions, ends, batch, progress, events)
             progress.update(events, final=True)
@@ -205,22 +206,22 @@ async def replay(
             alive.cancel()
             await consumer.stop()
             await _release(shared.lease, holder)
-        skipped = _skipped([here.shredded(), *shredded])
+        skipped = _skipped([here.shredded(), *(counts for part in parts for counts in part.shredded)])
+        gone = _skipped([here.shredded(expired=True), *(counts for part in parts for counts in part.expired)])
         reasons = await _why_skipped(ledger, skipped)
         seconds = time.monotonic() - started
+        counts: dict[str, Any] = {"events": events, "seconds": round(seconds, 3), "switched": switch}
+        counts |= {"skipped_events": sum(skipped.values()), "skipped_subjects": len(skipped)}
+        counts["expired_events"] = sum(gone.values())
         await ledger.record(
             "replayed",
             **request,
-            events=events,
-            seconds=round(seconds, 3),
-            switched=switch,
-            skipped_events=sum(skipped.values()),
-            skipped_subjects=len(skipped),
+            **counts,
             erased_meanwhile=erased,
         )
         dead_letters += here.dead.count
         return ReplayReport(
-            target, previous, events, seconds, switch, dead_letters, skipped, reasons, projections, erased
+            target, previous, events, seconds, switch, dead_letters, skipped, reasons, projections, erased, gone
         )
 
 
@@ -397,6 +398,7 @@ class _Part:
     events: int
     dead_letters: int
     shredded: list[Shredded]
+    expired: list[Shredded]
 
 
 def share_partitions(
@@ -481,6 +483,7 @@ async def _drain_in_processes(
         events=sum(result["events"] for result in results.values()),
         dead_letters=sum(result["dead_letters"] for result in results.values()),
         shredded=[result["shredded"] for result in results.values()],
+        expired=[result["expired"] for result in results.values()],
     )
 
 
@@ -557,7 +560,8 @@ async def _part(
             events = await drain(consumer, by_topic, positions, ends, batch, _Reporting(index, messages), 0)
         finally:
             await consumer.stop()
-        return {"events": events, "dead_letters": part.dead.count, "shredded": part.shredded()}
+        shredded = part.shredded()
+        return {"events": events, "dead_letters": part.dead.count, "shredded": shredded, "expired": part.shredded(True)}
 
 
 async def _starts(

@@ -39,6 +39,7 @@ from streams.ingest import IngestSealer, ingest_on
 from streams.metrics import Metrics
 from streams.name_clash import NameClash
 from streams.namespaces import Namespaces, drop_on_timer
+from streams.period_keys import shred_periods_on_timer
 from streams.positions import LogPositions
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
@@ -282,7 +283,7 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
     mongo = connections.mongo(settings)
     stores = open_stores(settings, redis, mongo, settings.namespace)
     shared = open_privacy(base, mongo)
-    sealer = Sealer(shared.vault, settings.key_cache_seconds)
+    sealer = Sealer(shared.vault, settings.key_cache_seconds, settings.key_periods())
 
     def raw_topic(name: str) -> Any:
         return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
@@ -329,6 +330,10 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
         )
         compact = partial(compact_storage, settings, mongo, redis, shared.namespaces)
         compact_on_timer(app, shared.ledger, compact, settings.compact_after_seconds, metrics)
+        # the log forgets on schedule: the period keys that are due are shredded here, by no command
+        shred_periods_on_timer(
+            app, shared.vault, shared.ledger, settings.log_key_keep_ms(), settings.log_key_check_seconds, metrics
+        )
     if "sessions" in settings.worker_set():  # the sessions' workers seal what the ingest topic holds
         ingest_on(app, IngestSealer(settings, codec, producer, shared.ledger, dead_letters.send))
     resume = ResumeFromCheckpoints(app, projectors)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS, NamespaceEntry
+from projections.periods import KeyPeriods, period_key_id, period_range, period_ref
 from projections.ports import Clock, utc_now
 from projections.sealing import new_data_key, subject_digest, subject_ref, tenant_ref, unwrap_key, wrap_key
 from schemas.errors import Conflict, SubjectErasing
@@ -25,45 +26,66 @@ class WrappedKey:
     nonce: bytes
     wrapped: bytes
     erasing: bool = False
+    ref: str | None = None  # a period key's subject (its standing key's name)
+    ends_ms: int | None = None  # a period key's period end
 
 
 class InMemoryKeyVault:
-    """Data keys wrapped by the master key.
+    """Data keys wrapped by the master key: a standing key per subject (or tenant), and per-period keys.
 
     Args:
         master: the 32-byte master key.
-        keys: where the wrapped keys are held, by subject; vaults given the same dict share it, as
+        keys: where the wrapped keys are held, by name; vaults given the same dict share it, as
             processes share the privacy database.
+        periods: how the log's time is cut into key periods.
     """
 
-    def __init__(self, master: bytes, keys: dict[str, WrappedKey] | None = None) -> None:
+    def __init__(
+        self, master: bytes, keys: dict[str, WrappedKey] | None = None, periods: KeyPeriods | None = None
+    ) -> None:
         self._master = master
         self._keys = {} if keys is None else keys
+        self._periods = periods or KeyPeriods()
 
     def _unwrap(self, ref: str, held: WrappedKey) -> bytes:
         return unwrap_key(self._master, f"{ref}\x1f{held.key_id}", held.nonce, held.wrapped)
 
-    async def key_for_write(self, tenant: str, subject: str | None) -> tuple[str, bytes]:
-        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
-        held = self._keys.get(ref)
-        if held is None:
-            key_id = uuid.uuid4().hex
-            data_key = new_data_key()
-            nonce, wrapped = wrap_key(self._master, f"{ref}\x1f{key_id}", data_key)
-            self._keys[ref] = WrappedKey(key_id, nonce, wrapped)
-            return key_id, data_key
+    def _make(self, name: str, key_id: str, of: str | None = None, ends_ms: int | None = None) -> tuple[str, bytes]:
+        data_key = new_data_key()
+        nonce, wrapped = wrap_key(self._master, f"{name}\x1f{key_id}", data_key)
+        self._keys[name] = WrappedKey(key_id, nonce, wrapped, ref=of, ends_ms=ends_ms)
+        return key_id, data_key
+
+    def _held(self, tenant: str, subject: str | None, ref: str) -> tuple[str, bytes]:
+        held = self._keys[ref]
         if held.erasing:
             raise SubjectErasing(tenant, subject or "")
         return held.key_id, self._unwrap(ref, held)
 
-    async def key_in_use(self, tenant: str, subject: str | None) -> tuple[str, bytes] | None:
+    def _period(self, tenant: str, subject: str, ref: str, at_ms: int) -> tuple[str, bytes]:
+        label = self._periods.label(at_ms)
+        name = period_ref(ref, label)
+        if name not in self._keys:
+            return self._make(name, period_key_id(label), ref, period_range(label)[1])
+        return self._held(tenant, subject, name)
+
+    async def key_for_write(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes]:
         ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
-        held = self._keys.get(ref)
-        if held is None:
+        if ref not in self._keys:
+            self._make(ref, uuid.uuid4().hex)
+        standing = self._held(tenant, subject, ref)
+        if at_ms is None or subject is None:
+            return standing
+        return self._period(tenant, subject, ref, at_ms)
+
+    async def key_in_use(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes] | None:
+        ref = tenant_ref(tenant) if subject is None else subject_ref(tenant, subject)
+        if ref not in self._keys:
             return None
-        if held.erasing:
-            raise SubjectErasing(tenant, subject or "")
-        return held.key_id, self._unwrap(ref, held)
+        standing = self._held(tenant, subject, ref)
+        if at_ms is None or subject is None:
+            return standing
+        return self._period(tenant, subject, ref, at_ms)
 
     async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
         wanted = set(key_ids)
@@ -73,13 +95,25 @@ class InMemoryKeyVault:
             if held.key_id in wanted and not held.erasing
         }
 
+    def _all_of(self, tenant: str, subject: str) -> list[str]:
+        ref = subject_ref(tenant, subject)
+        return [name for name, held in self._keys.items() if ref in (name, held.ref)]
+
     async def begin_erasure(self, tenant: str, subject: str) -> None:
-        held = self._keys.get(subject_ref(tenant, subject))
-        if held is not None:
-            held.erasing = True
+        for name in self._all_of(tenant, subject):
+            self._keys[name].erasing = True
 
     async def delete(self, tenant: str, subject: str) -> int:
-        return 0 if self._keys.pop(subject_ref(tenant, subject), None) is None else 1
+        names = self._all_of(tenant, subject)
+        for name in names:
+            del self._keys[name]
+        return len(names)
+
+    async def shred_periods(self, ended_by_ms: int, limit: int = 1000) -> int:
+        due = [name for name, held in self._keys.items() if held.ends_ms is not None and held.ends_ms <= ended_by_ms]
+        for name in due[:limit]:
+            del self._keys[name]
+        return len(due[:limit])
 
 
 class InMemoryLedger:

@@ -137,6 +137,9 @@ async def _replay(settings: Settings, args: argparse.Namespace) -> int:
         print(f"erased from it {report.erased_meanwhile} subjects whose erasure arrived while it was being built")
     for (tenant, subject), count in sorted(report.skipped.items()):
         print(f"skipped {count} events of an erased subject in {tenant}: {report.reasons[(tenant, subject)]}")
+    if report.expired:
+        expired = sum(report.expired.values())
+        print(f"skipped {expired} events of {len(report.expired)} subjects whose period keys were shredded on schedule")
     print(f"reads now use {report.namespace}" if report.switched else f"reads still use {report.previous}")
     return 0
 

@@ -9,11 +9,14 @@ from collections.abc import Callable
 
 import pytest
 
+from projections.periods import period_of, period_range
 from projections.ports import KeyVault
 from projections.sealing import KEY_BYTES, SealError
 from schemas.errors import SubjectErasing
 
 MASTER = os.urandom(32)
+JAN = 1_767_225_600_000 + 9 * 86_400_000  # 2026-01-10 UTC
+FEB = JAN + 31 * 86_400_000
 
 
 Open = Callable[[bytes], KeyVault]  # a vault over the same stored keys, with this master key
@@ -88,3 +91,54 @@ class KeyVaultContract:
             await stranger.keys_by_id([key_id])
         with pytest.raises(SealError):
             await stranger.key_for_write("castle", "ann")
+
+    async def test_a_subject_has_a_key_per_period_beside_its_standing_key(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        standing = await vault.key_for_write("castle", "ann")
+        january, february = (
+            await vault.key_for_write("castle", "ann", JAN),
+            await vault.key_for_write("castle", "ann", FEB),
+        )
+        assert period_of(standing[0]) is None
+        assert period_of(january[0]) == "m2026-01" and period_of(february[0]) == "m2026-02"
+        assert len({standing[1], january[1], february[1]}) == 3
+        assert await vault.key_for_write("castle", "ann", JAN + 86_400_000) == january  # the same month
+        assert await open_vault(MASTER).key_in_use("castle", "ann", JAN) == january
+        assert await vault.key_for_write("castle", "bob", JAN) != january
+        assert await vault.key_for_write("castle", None, JAN) == await vault.key_for_write("castle", None)
+        ids = [standing[0], january[0], february[0]]
+        assert await vault.keys_by_id(ids) == dict([standing, january, february])
+
+    async def test_key_in_use_makes_no_key_for_a_subject_without_one(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        assert await vault.key_in_use("castle", "ann", JAN) is None
+        await vault.key_for_write("castle", "ann")
+        made = await vault.key_in_use("castle", "ann", JAN)  # the subject has keys: its period's is made
+        assert made is not None and period_of(made[0]) == "m2026-01"
+
+    async def test_due_period_keys_are_shredded_and_the_rest_stay(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        standing = await vault.key_for_write("castle", "ann")
+        january, february = (
+            await vault.key_for_write("castle", "ann", JAN),
+            await vault.key_for_write("castle", "ann", FEB),
+        )
+        bob_january = await vault.key_for_write("castle", "bob", JAN)
+        tenant = await vault.key_for_write("castle", None)
+        end_of_january = period_range("m2026-01")[1]
+        assert await vault.shred_periods(end_of_january - 1) == 0
+        assert await vault.shred_periods(end_of_january) == 2
+        ids = [standing[0], january[0], february[0], bob_january[0], tenant[0]]
+        assert await vault.keys_by_id(ids) == dict([standing, february, tenant])
+        assert await vault.shred_periods(end_of_january) == 0
+
+    async def test_an_erasure_takes_every_key_of_the_subject(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        ann = [await vault.key_for_write("castle", "ann", at) for at in (None, JAN, FEB)]
+        bob = await vault.key_for_write("castle", "bob", JAN)
+        await vault.begin_erasure("castle", "ann")
+        with pytest.raises(SubjectErasing):
+            await vault.key_for_write("castle", "ann", FEB)
+        assert await vault.keys_by_id([key_id for key_id, _ in [*ann, bob]]) == dict([bob])
+        assert await vault.delete("castle", "ann") == 3
+        assert await vault.key_in_use("castle", "ann", JAN) is None

@@ -77,7 +77,8 @@ async def test_each_askers_lines_fold_into_their_own_part_sealed_under_their_key
     assert folds
     for record, _ in folds:
         env = record["envelope"]
-        key_id, _ = await w.data.vault.key_for_write(env["tenant"], env["subject"])
+        # sealed under the asker's key of the fold's period (pinned before the thread was read)
+        key_id, _ = await w.data.vault.key_for_write(env["tenant"], env["subject"], env["occurred_at"])
         assert sealed_key_id(record) == key_id and record["summary"] == ""  # in clear, nothing
 
 
