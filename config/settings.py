@@ -495,8 +495,8 @@ class Settings(BaseSettings):
         retention = self.retention_policy()
         return longest_need_ms(
             (self.chat_ttl_seconds * 1000, self.public_ttl_seconds * 1000, self.automation_ttl_seconds * 1000),
-            self.trace_days * 86_400_000,
-            max(retention.days.values()) * 86_400_000 if retention.enabled else None,
+            round(self.trace_days * 86_400_000),
+            round(max(retention.days.values()) * 86_400_000) if retention.enabled else None,
         )
 
     def redactor(self) -> Redactor:
