@@ -12,21 +12,17 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from config.settings import Settings
-from memlog.processes import free_port
 from memlog.services import open_services
 from projections.periods import period_of
 from projections.sealing import open_sealed
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "forgetful"
 SUBJECT = "ann"
 DAY = 86_400_000
@@ -35,7 +31,7 @@ OLD = ["OLD-QUESTION-MARK", "OLD-TOOL-MARK", "OLD-ANSWER-MARK"]
 NEW = ["NEW-QUESTION-MARK", "NEW-TOOL-MARK", "NEW-ANSWER-MARK"]
 
 
-def exchange(marks: list[str], at: int, key: str) -> dict[str, Any]:
+def lost_and_found(marks: list[str], at: int, key: str) -> dict[str, Any]:
     question, tool, answer = marks
     return {
         "tenant": TENANT,
@@ -86,9 +82,8 @@ async def scan(settings: Settings) -> tuple[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
+    settings = own_settings(
         stack,
-        api_port=free_port(),
         retention_enabled=True,
         retention_main_days=1,
         retention_task_days=1,
@@ -97,7 +92,7 @@ def live(stack: Settings) -> Iterator[Settings]:
         log_key_period_seconds=86_400,
         log_key_check_seconds=1.0,
     )
-    with serving(settings, LOGS):
+    with memlog(settings):
         yield settings
 
 
@@ -106,9 +101,9 @@ async def test_a_shredded_period_no_longer_opens_and_a_replay_skips_it_with_a_co
     settings = live
     assert settings.log_key_keep_ms() == DAY
     now = int(time.time() * 1000)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+    async with api_client(settings) as http:
         for marks, at, key in ((OLD, now - 40 * DAY, "old-1"), (NEW, now, "new-1")):
-            response = await http.post("/v1/exchanges", json=exchange(marks, at, key))
+            response = await http.post("/v1/exchanges", json=lost_and_found(marks, at, key))
             assert response.status_code == 202, response.text
         position = response.json()["position"]
         context = await http.get(f"/v1/tenants/{TENANT}/subjects/{SUBJECT}/context", params={"after": position})
