@@ -14,21 +14,22 @@ import asyncio
 import datetime as dt
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.processes import free_port
 from schemas.events import now_ms
-from tests.conftest import serving, unique_settings
+from tests.e2e.conftest import StartMemlog
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "brief-lives"
 SECONDS = 5
 DAYS = SECONDS / 86_400  # the *_DAYS settings take fractions
@@ -37,10 +38,8 @@ DEADLINE_SECONDS = 240
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Settings]:
-    settings = unique_settings(
-        stack,
-        api_port=free_port(),
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(
         worker_metrics_port=free_port(),
         privacy_database=f"memlogtest_privacy_{uuid.uuid4().hex[:8]}",  # its ledger's TTL is this module's own
         chat_ttl_seconds=SECONDS,
@@ -60,14 +59,6 @@ def live(stack: Settings) -> Iterator[Settings]:
         deadletter_retention_seconds=SECONDS,
         compact_after_seconds=6.0,
     )
-    with serving(settings, LOGS):
-        yield settings
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
 
 
 async def accepted(response: Awaitable[httpx.Response]) -> Any:
@@ -184,6 +175,22 @@ async def test_each_lifetime_runs_out_by_itself(http: httpx.AsyncClient) -> None
     # the current conversation stays: seed 004 protects it from retention
     listed = await accepted(http.get(f"{thread(s)}/conversations"))
     assert [c["conversation"] for c in listed["conversations"]] == ["main"]
+
+
+async def test_the_deadletter_topic_keeps_records_for_its_setting(live: Settings) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=live.bootstrap)
+    await admin.start()
+    try:
+        described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, live.deadletter_topic)])
+    finally:
+        await admin.close()
+    configs = {
+        entry["config_names"]: entry["config_value"]
+        for response in described
+        for resource in response.to_object()["resources"]
+        for entry in resource["config_entries"]
+    }
+    assert (configs["retention.ms"], configs["segment.ms"]) == (str(SECONDS * 1000), str(SECONDS * 1000))
 
 
 def files_holding(root: Path, values: list[bytes]) -> dict[str, list[str]]:
