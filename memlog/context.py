@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -114,8 +115,11 @@ class ContextReads:
         if agent is not None:
             check_name("agent", agent)
         started = time.perf_counter()
-        thread = await self.thread(key, after=after, wait=wait)
-        facts, rendered_facts = await self._recall(key, question, agent, fill)
+        await self._positions.wait_all(after, wait)
+        read, (facts, rendered_facts) = await asyncio.gather(
+            self.thread(key, after=None, wait=None), self._recall(key, question, agent, fill)
+        )
+        thread: ThreadContext = read
         if self._metrics is not None:
             self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
         return replace(thread, facts=facts, rendered_facts=rendered_facts)
@@ -154,8 +158,12 @@ class ContextReads:
         if agent is not None:
             check_name("agent", agent)
         started = time.perf_counter()
-        thread = await self.ready_thread(key, after=after, wait=wait)
-        facts, rendered_facts = await self._recall(key, question, agent, fill)
+        await self._positions.wait_all(after, wait)
+        # the session (Redis) and the facts (MongoDB, the question's vector) are read at once
+        ready, (facts, rendered_facts) = await asyncio.gather(
+            self.ready_thread(key, after=None, wait=None), self._recall(key, question, agent, fill)
+        )
+        thread: ReadyContext = ready
         if self._metrics is not None:
             self._metrics.context_seconds.labels("session").observe(time.perf_counter() - started)
         return replace(thread, facts=facts, rendered_facts=rendered_facts)

@@ -436,7 +436,7 @@ class Memory:
             for text, vector in zip(texts, vectors, strict=True)
         ]
 
-    async def _fact_vectors(self, pool: Sequence[Candidate]) -> list[tuple[str, list[float]]] | None:
+    async def _fact_vectors(self, pool: Sequence[Candidate]) -> list[tuple[str, Sequence[float]]] | None:
         """Each candidate that has (or gets now) this model's vector; None when the model fails (then
         recall ranks by words alone, and nothing is lost)."""
         assert self._embedder is not None
@@ -449,7 +449,7 @@ class Memory:
             return None
         fresh = {fact.fact_id: vector for fact, vector in zip(stale, vectors, strict=True)}
         return [
-            (fact.fact_id, fresh.get(fact.fact_id) or list(fact.vector))
+            (fact.fact_id, fresh.get(fact.fact_id) or fact.vector)  # as stored: numpy reads it once
             for fact, _ in pool
             if fact.fact_id in fresh or fact.vector_model == name
         ]
