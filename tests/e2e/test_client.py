@@ -44,6 +44,7 @@ def docs_example() -> str:
     return blocks[0]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_docs_backend_example_runs_with_only_the_client_installed(api: str, tmp_path: Path) -> None:
     venv = tmp_path / "venv"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pytest
 
@@ -12,10 +11,9 @@ from config.settings import Settings
 from memlog.processes import free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.e2e.conftest import api_client
+from tests.e2e.conftest import LOGS, api_client
 from tests.e2e.reads import archived_questions
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 SUBJECTS = 100
 PER_SUBJECT = 50  # 5,000 exchanges, 15,000 events
 IN_FLIGHT = 16

@@ -12,6 +12,7 @@ from memlog.processes import settings_env
 from tests.e2e.conftest import memlog, own_settings
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_demo_runs_to_the_end(stack: Settings) -> None:
     settings = own_settings(stack)

@@ -18,7 +18,6 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -35,9 +34,8 @@ from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.e2e.conftest import api_client
+from tests.e2e.conftest import LOGS, api_client
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 SUBJECTS = 200
 PER_SUBJECT = 50  # below the 100-exchange fold, so a session still holds every exchange
 HTTP_EVERY = 5  # one exchange in five goes through the HTTP API

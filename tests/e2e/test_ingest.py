@@ -17,7 +17,7 @@ import pytest
 
 from config.settings import Settings
 from tests.e2e.conftest import memlog, own_settings
-from tests.e2e.test_erasure_residue import Scan, scan_kafka
+from tests.e2e.residue import Scan, scan_kafka
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANT = "ingest"

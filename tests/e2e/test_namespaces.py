@@ -19,7 +19,7 @@ from memlog.processes import run_cli
 from memlog.services import open_services
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
 from tests.e2e.conftest import api_client, memlog, own_settings
-from tests.e2e.test_privacy import (
+from tests.e2e.subject_records import (
     GONE,
     KEPT,
     TENANT,
@@ -62,6 +62,7 @@ async def readable(http: httpx.AsyncClient, subject: str) -> str:
     return context.text + archive.text
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_namespace(stack: Settings) -> None:
     settings = own_settings(stack)
@@ -124,6 +125,7 @@ async def test_an_erasure_after_replays_leaves_nothing_of_the_subject_in_any_nam
             assert databases == [f"{settings.mongo_database}_{active}"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_a_replay_of_facts_with_the_switch_keeps_sessions_and_archive_readable(stack: Settings) -> None:
     settings = own_settings(stack, namespace_grace_seconds=5, namespace_check_seconds=1.0)

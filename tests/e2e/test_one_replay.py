@@ -68,6 +68,7 @@ async def cli_replay(settings: Settings) -> tuple[int, str]:
     return int(process.returncode or 0), out.decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_an_api_and_a_cli_replay_started_together_run_one_at_a_time(running: Settings) -> None:
     settings = running

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from config.settings import Settings
+from tests.e2e.conftest import LOGS
 from tests.fuzz import fuzz_settings, run_fuzz
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 SECONDS = 90  # with the worker and API starting, about two minutes of the suite
 
 

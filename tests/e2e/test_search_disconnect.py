@@ -18,7 +18,6 @@ import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,8 +30,8 @@ from memlog.processes import MemlogProcess, free_port, start_api
 from memlog.services import open_services
 from projections.archives import ConversationRef, Entry, index_terms
 from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "leaving-x"
 BACKEND = {"Authorization": "Bearer tok-leaving"}
 EXCHANGES = 300

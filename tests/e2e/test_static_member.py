@@ -20,9 +20,7 @@ from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.name_clash import LIMIT
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.e2e.conftest import api_client
-
-from .test_worker_sets import LOGS
+from tests.e2e.conftest import LOGS, api_client
 
 TENANT = "static"
 SESSION_SECONDS = 90.0  # the longest the settings allow

@@ -10,7 +10,6 @@ purpose) behind for good.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
@@ -20,10 +19,9 @@ from memlog.services import open_services
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.e2e.conftest import api_client
+from tests.e2e.conftest import LOGS, api_client
 from tests.e2e.reads import archived_questions, until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = "drill"
 SUBJECTS = 6
 PER_SUBJECT = 80

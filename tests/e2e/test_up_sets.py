@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
 
 import httpx
 
@@ -20,9 +19,9 @@ from config.settings import Settings
 from memlog.processes import WORKER_READY, MemlogProcess, free_port
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
+from tests.e2e.conftest import LOGS
 from tests.e2e.reads import archived_questions
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 READ_WAIT_SECONDS = 15.0  # the API's is 5 s; looser on a busy shared machine (tests/e2e/test_isolation.py)
 STALL_SECONDS = 25.0  # longer than the archive set's session timeout (15 s): Kafka drops it from its group
 CONTEXT, ARCHIVE = "sessions,facts", "archives"

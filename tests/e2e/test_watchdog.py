@@ -27,10 +27,9 @@ from config.settings import Settings
 from memlog.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.e2e.conftest import api_client
+from tests.e2e.conftest import LOGS, api_client
 from tests.own_kafka import own_kafka
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 TENANT = f"watchdog-{uuid.uuid4().hex[:8]}"
 SUBJECTS = ("ann", "bob", "cyd", "dee")
 BEFORE = 10  # exchanges per subject before the stall

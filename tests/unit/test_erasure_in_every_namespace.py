@@ -37,7 +37,7 @@ from streams.namespaces import Namespaces, NamespaceStores
 from streams.sealer import Sealer
 from streams.steps.privacy import NamespaceData, SubjectData, erase
 from tests.contracts.clocks import Clock
-from tests.unit.test_privacy_step import everything_about, remember
+from tests.unit.subject_stores import everything_about, remember
 
 NOTHING = [None, [], [], [], [], [], [], None]
 

@@ -19,6 +19,7 @@ from projections.recall import RecallPolicy
 REPORT = Path(__file__).resolve().parents[2] / ".memlog-test" / "recall_eval.txt"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_recall_quality_out_of_sample_with_and_without_the_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert not FIT_TENANTS & REPORT_TENANTS
