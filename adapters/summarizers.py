@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Protocol
 
 import httpx
 
 from adapters.openai_compat import openai_client
 from config.settings import Settings
+from projections.engines import Summarizer, SummarizerFailed
 from projections.session import Exchange
 from projections.summary import extractive_summary
-from schemas.errors import MemlogError, ServiceSetupError
+from schemas.errors import ServiceSetupError
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +23,6 @@ INSTRUCTIONS = (
     "stated, decisions, open questions. Keep every fact from the previous summary. "
     "Answer with the summary only, at most {limit} characters."
 )
-
-
-class SummarizerFailed(MemlogError):
-    """The summarizer did not produce a summary; the thread stays unfolded and is retried later."""
-
-
-class Summarizer(Protocol):
-    name: str
-
-    async def summarize(self, previous: str, folded: Sequence[Exchange], limit: int) -> str: ...
 
 
 class ExtractiveSummarizer:

@@ -8,7 +8,6 @@ server, the worker and replay all open their stores here.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,14 +38,7 @@ from adapters.redis_store import RedisCounters, RedisSessionStore, redis_errors
 from config.settings import Settings
 from projections.namespaces import valid_name
 from projections.ports import (
-    ArchiveSearch,
-    Checkpoints,
-    ConversationArchive,
-    Counters,
     Exports,
-    FactSlots,
-    FactStore,
-    Idempotency,
     KeyVault,
     Ledger,
     NamespacePointer,
@@ -55,18 +47,12 @@ from projections.ports import (
     SessionStore,
     TraceStore,
 )
+from projections.stores import Prepare, Stores, prepare_all
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
 from schemas.errors import StoreRefused
 from schemas.events import now_ms
 from schemas.registry import HttpSchemaRegistry
-
-Prepare = Callable[[], Awaitable[None]]
-
-
-async def _prepare_all(prepares: tuple[Prepare, ...]) -> None:
-    for prepare in prepares:
-        await prepare()
 
 
 async def mark_served_threads(traces: TraceStore, sessions: SessionStore) -> None:
@@ -78,38 +64,6 @@ async def mark_served_threads(traces: TraceStore, sessions: SessionStore) -> Non
         return
     await sessions.mark_served(await traces.served_threads(now_ms()))
     await sessions.complete_served_marks()
-
-
-@dataclass(frozen=True)
-class Stores:
-    """The projection stores of one namespace (a Redis key prefix and a MongoDB database), each by its
-    port; only this module knows the classes behind them."""
-
-    namespace: str
-    database: AsyncDatabase[dict[str, Any]]
-    sessions: SessionStore
-    counters: Counters
-    archive_checkpoints: Checkpoints
-    facts: FactStore
-    fact_activity: Checkpoints
-    traces: TraceStore
-    privacy_checkpoints: Checkpoints  # the privacy step's applied offsets
-    conversations: ConversationArchive
-    idempotency: Idempotency
-    fact_slots: FactSlots
-    archive_search: ArchiveSearch
-    _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
-    _drop: Prepare | None = field(default=None, repr=False)
-
-    async def prepare(self) -> None:
-        """Create every index the namespace's stores need (idempotent): the worker, replay and the API
-        all call it, so a namespace switched to is complete whoever opened it first."""
-        await _prepare_all(self._prepares)
-
-    async def drop(self) -> None:
-        """Delete everything the namespace holds: its MongoDB database and every Redis key of its prefix."""
-        assert self._drop is not None, "opened without its clients"
-        await self._drop()
 
 
 def open_stores(
@@ -191,7 +145,7 @@ class PrivacyStores:
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
 
     async def prepare(self) -> None:
-        await _prepare_all(self._prepares)
+        await prepare_all(self._prepares)
 
 
 def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) -> PrivacyStores:

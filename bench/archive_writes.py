@@ -35,12 +35,13 @@ from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStart
 from adapters import connections
 from adapters.mongo_entries import GROUPS, entries_of
 from adapters.mongo_store import mongo_client
-from adapters.wiring import Stores, open_stores
+from adapters.wiring import open_stores
 from bench.projection import on_local_stack
 from config.settings import Settings
 from memlog.processes import isolated
 from projections.archives import index_terms
 from projections.position import Position
+from projections.stores import Stores
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ToolCalled
 from streams.steps.archive import ArchiveStep
 

@@ -8,10 +8,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from adapters.summarizers import SummarizerFailed
 from memlog.evidence import Evidence, without_evidence
 from memlog.memory import Memory, recalled_view
 from memlog.positions import Positions
+from projections.engines import SummarizerFailed
 from projections.ports import SessionStore
 from projections.ready import ReadyThread, etag
 from projections.recall import render

@@ -14,9 +14,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.embeddings import Embedder, EmbeddingFailed, QuestionEncoder
 from projections.archives import decode_cursor, encode_cursor
 from projections.cursors import Cursors, number, text, whole
+from projections.engines import EmbeddingFailed, QuestionEncoding
 from projections.facts import TENANT_KNOWLEDGE, Fact, FactPolicy, SubjectFacts, shown_source
 from projections.forgetting import forgotten_calls
 from projections.paging import list_binding
@@ -184,7 +184,7 @@ class Memory:
         store: FactStore,
         policy: FactPolicy,
         producer_name: str,
-        embedder: QuestionEncoder | Embedder | None = None,
+        embedder: QuestionEncoding | None = None,
         *,
         slots: FactSlots,
         recall_policy: RecallPolicy | None = None,
@@ -199,10 +199,9 @@ class Memory:
         self._policy = policy
         self._recall = recall_policy or RecallPolicy()
         self._producer_name = producer_name
-        # the read path's encoder: a question cache and one encoder shared by concurrent reads
-        self._embedder = (
-            embedder if embedder is None or isinstance(embedder, QuestionEncoder) else QuestionEncoder(embedder)
-        )
+        # the read path's encoder (adapters.embeddings.QuestionEncoder): a question cache and one encoder
+        # shared by concurrent reads
+        self._embedder = embedder
         self._slots = slots
         self._tenant_writers = frozenset(tenant_writers)
         self._cursors = cursors

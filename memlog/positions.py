@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.redis_signals import AppliedSignals
-from adapters.wiring import Stores
 from config.settings import Settings
+from projections.engines import CheckpointSignals
 from projections.ports import Checkpoints
 from projections.position import Position
+from projections.stores import Stores
 from schemas.errors import InvalidEvent, LogUnavailable, NotCaughtUp
 from streams.positions import LogPositions
 
@@ -59,7 +59,7 @@ class Positions:
         settings: Settings,
         stores: Callable[[], Stores],
         log: LogPositions | None,
-        signals: AppliedSignals | None = None,
+        signals: CheckpointSignals | None = None,
     ) -> None:
         self._signals = signals
         self._settings = settings

@@ -14,8 +14,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from adapters import connections
 from adapters.embeddings import QuestionEncoder, make_embedder
 from adapters.redis_signals import AppliedSignals
-from adapters.summarizers import Summarizer, make_summarizer
-from adapters.wiring import PrivacyStores, Stores, make_codec, open_privacy, open_stores
+from adapters.summarizers import make_summarizer
+from adapters.wiring import PrivacyStores, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from memlog.claims import Claims
 from memlog.context import ContextReads
@@ -30,6 +30,7 @@ from memlog.replays import Replays
 from memlog.runs import Runs
 from memlog.search import CrossSearch
 from projections.cursors import Cursors
+from projections.engines import Summarizer
 from projections.ports import (
     ArchiveSearch,
     Checkpoints,
@@ -45,6 +46,7 @@ from projections.ports import (
     TraceStore,
 )
 from projections.redaction import Redactor
+from projections.stores import Stores
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from streams.folds import FoldService
@@ -102,7 +104,8 @@ class Services:
     # the current namespace's stores
     @property
     def database(self) -> AsyncDatabase[dict[str, Any]]:
-        return self.current.database
+        database: AsyncDatabase[dict[str, Any]] = self.current.database  # built by adapters.wiring.open_stores
+        return database
 
     @property
     def sessions(self) -> SessionStore:

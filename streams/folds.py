@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.summarizers import Summarizer, SummarizerFailed
+from projections.engines import Summarizer, SummarizerFailed
 from projections.ports import SessionStore
 from projections.position import Position
 from projections.session import Exchange, Session, ThreadKey, ThreadPolicy, plan_fold

@@ -15,8 +15,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from adapters import connections
-from adapters.wiring import Stores, make_codec, open_privacy, open_stores
+from adapters.wiring import make_codec, open_privacy, open_stores
 from config.settings import Settings
+from projections.stores import Stores
 from schemas.codec import Codec
 from streams.metrics import Metrics
 from streams.projector import Projector, Record

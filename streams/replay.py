@@ -40,11 +40,12 @@ from typing import Any, TextIO
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from adapters.mongo_lease import MongoReplayLease
-from adapters.wiring import Stores, open_privacy
+from adapters.wiring import open_privacy
 from config.settings import Settings
 from projections.namespaces import HEARTBEAT_SECONDS, valid_name
 from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position
+from projections.stores import Stores
 from schemas.errors import Conflict, DecodeError, InvalidEvent, MemlogError, StoreUnavailable
 from schemas.events import SubjectErased, from_record
 from streams.namespaces import Namespaces

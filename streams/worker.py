@@ -21,9 +21,10 @@ from aiokafka.errors import KafkaError
 from adapters import connections
 from adapters.embeddings import make_embedder
 from adapters.summarizers import make_summarizer
-from adapters.wiring import PrivacyStores, Stores, database_names, make_codec, open_privacy, open_stores
+from adapters.wiring import PrivacyStores, database_names, make_codec, open_privacy, open_stores
 from config.settings import Settings
 from projections.ports import Checkpoints, SessionStore
+from projections.stores import Stores
 from projections.thread_memory import ThreadMemory
 from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.embeddings import Embedder, EmbeddingFailed
+from projections.engines import Embedder, EmbeddingFailed
 from projections.facts import FactPolicy, FactRefused, SubjectFacts, apply_fact_event
 from projections.ports import Checkpoints, FactStore
 from projections.position import Position

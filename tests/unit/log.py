@@ -20,8 +20,9 @@ from adapters.in_memory import (
     InMemorySessionStore,
     InMemoryTraceStore,
 )
-from adapters.summarizers import ExtractiveSummarizer, Summarizer
+from adapters.summarizers import ExtractiveSummarizer
 from config.settings import Settings
+from projections.engines import Summarizer
 from projections.position import Position
 from projections.session import Session, ThreadKey, ThreadPolicy
 from schemas.catalog import Catalog
