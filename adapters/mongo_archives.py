@@ -35,6 +35,7 @@ from adapters.mongo_entries import (
 from adapters.mongo_entries import where as _where
 from adapters.mongo_groups import ArchiveGroupWrites, Held, duplicates, thread_of
 from adapters.mongo_places import ArchiveNeighbourReads
+from adapters.mongo_postings import MongoPostings
 from adapters.mongo_scans import above, at_most, equals, every, in_seq_order
 from adapters.mongo_siblings import with_siblings
 from adapters.mongo_store import mongo_errors
@@ -114,9 +115,11 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
         self._conversations = database["conversations"]
         self._legacy = database[LEGACY_RAW_COPY]
         self._legacy_entries = database[LEGACY_ENTRIES]
+        self._postings = MongoPostings(database)
 
     async def prepare(self) -> None:
         with mongo_errors():
+            await self._postings.prepare()
             await self._legacy.drop()  # the raw copy memlog no longer keeps (issue 17): nothing reads it
             await self._entries.create_index(
                 [
@@ -349,6 +352,7 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             await self._entries.update_many(
                 {**_where(op.ref), "last": {"$lt": op.before}}, {"$set": {"conversation": op.target}}
             )
+            await self._postings.move_below(op.ref, op.before, op.target)
             await self._end_tail(op.ref, op.before)
             if found is not None:
                 source = _meta(found)
@@ -410,6 +414,7 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             if op.retention and retention_purge_refusal(None if found is None else _meta(found), op.ref.conversation):
                 return
             await self._entries.delete_many({**_where(op.ref), "last": {"$lt": op.before}})
+            await self._postings.drop_below(op.ref, op.before)
             await self._end_tail(op.ref, op.before)
             if found is not None and int(found.get("last_seq", -1)) < op.before:
                 await self._conversations.delete_one({"_id": conversation_id(op.ref)})
@@ -525,10 +530,9 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             held = await self._entries.find(mine, {"ids": 1, "thread": 1, "owner": 1, "conversation": 1}).to_list()
             await self._entries.delete_many(mine)
             metas = await self._conversations.delete_many(mine)
-            shared = {
-                conversation_id(ConversationRef(tenant, doc["thread"], doc["owner"], doc["conversation"]))
-                for doc in held
-            }
+            refs = {ConversationRef(tenant, doc["thread"], doc["owner"], doc["conversation"]) for doc in held}
+            await self._postings.erase(subject, refs)
+            shared = {conversation_id(ref) for ref in refs}
             if shared:
                 await self._conversations.update_many(
                     {"_id": {"$in": sorted(shared)}, "tail.subject": subject}, {"$unset": {"tail": ""}}

@@ -16,6 +16,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from adapters.mongo_entries import ARRAYS, Run, Tail, conversation_id, group_doc, group_update, tail_of
 from adapters.mongo_entries import where as _where
+from adapters.mongo_postings import MongoPostings
 from adapters.mongo_store import DUPLICATE_KEY
 from projections.archives import ConversationRef, Entry
 
@@ -45,8 +46,15 @@ class ArchiveGroupWrites:
 
     _entries: AsyncCollection[dict[str, Any]]
     _conversations: AsyncCollection[dict[str, Any]]
+    _postings: MongoPostings
 
     async def _write_groups(self, grouped: Sequence[Run]) -> None:
+        """The groups written, then their entries' postings (adapters/mongo_postings.py): a posting names
+        a group that holds its entry (one whose id another group held names nothing a search reads)."""
+        await self._write_group_docs(grouped)
+        await self._postings.post((run.group, run.entries) for run in grouped)
+
+    async def _write_group_docs(self, grouped: Sequence[Run]) -> None:
         """New groups inserted in one bulk; a group that grows, or that a redelivery finds written,
         updated in place with the entries it does not hold yet (an entry it holds keeps what it became
         since: folded, reset, moved by a rename). An entry whose id its conversation holds in another

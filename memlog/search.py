@@ -22,6 +22,7 @@ from projections.archives import (
 )
 from projections.cursors import Cursors
 from projections.ports import ArchiveSearch, Checkpoints, ConversationArchive
+from projections.postings import per_term
 from projections.ranking import Grouping, Hit, partial, rank
 from projections.relevance import query_of
 from projections.search import (
@@ -96,12 +97,7 @@ class CrossSearch:
         after, marks, documents = None, None, None
         if cursor:
             marks, after, documents = decode_cursor(self.cursors, cursor, bound)
-        # no word at all: nothing the index can find, and the archive is never read whole
-        found = (
-            await self.search.across(tenant, asked.lookup, agent=agent, limit=self.candidates + 1)
-            if asked.terms
-            else []
-        )
+        found, cut = await self._candidates(tenant, agent, asked.lookup if asked.terms else [], limit)
         if marks is None:
             marks = await self._snapshot(found)  # the first page: the run's snapshot
         if documents is None:
@@ -133,12 +129,24 @@ class CrossSearch:
             "query": query,
             "scope": scope,
             "snapshot": {part: str(at) for part, at in sorted(marks.items())},
-            "partial": partial(found, self.candidates),
+            "partial": cut or partial(found, self.candidates),
             "results": results,
             "next_cursor": encode_cursor(self.cursors, bound, marks, hits[-1].key, documents)
             if more and hits
             else None,
         }
+
+    async def _candidates(
+        self, tenant: str, agent: str | None, lookup: list[str], limit: int
+    ) -> tuple[list[Entry], bool]:
+        """The candidates, and whether a common term's were cut to those where it weighs most (an agent's
+        search reads postings: projections/postings.py); no word at all finds nothing, never the archive whole."""
+        if not lookup:
+            return [], False
+        if agent is None:  # an operator's search (operator-only, rare) reads the groups, capped
+            return await self.search.across(tenant, lookup, agent=None, limit=self.candidates + 1), False
+        cap = self.candidates + 1
+        return await self.search.bounded(tenant, lookup, agent=agent, per_term=per_term(limit), limit=cap)
 
     async def _documents(self, tenant: str, found: list[Entry]) -> int | None:
         """How many exchanges the tenant holds, for BM25's idf (as Conversations.documents counts a thread's)."""

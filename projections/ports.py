@@ -329,6 +329,14 @@ class ArchiveSearch(Protocol):
         snapshot, scope and dates."""
         ...
 
+    async def bounded(
+        self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
+    ) -> tuple[list[Entry], bool]:
+        """As `across` for an agent, but a term more than `per_term` exchanges hold contributes only the
+        `per_term` exchanges where it weighs most (projections/postings.py: their impact); and whether
+        a term was cut so. Every exchange of a term held by fewer is found, as `across` finds it."""
+        ...
+
 
 # An attempt that died between reserving an idempotency key and answering (its store went away
 # before it could let go) must not block every retry for a day: its reservation lapses after this.

@@ -30,6 +30,7 @@ from projections.archives import (
     retention_purge_refusal,
 )
 from projections.ports import PENDING_SECONDS, Clock, utc_now
+from projections.postings import impacts
 from projections.ranking import exchange_of
 from schemas.events import MAIN_CONVERSATION
 
@@ -224,6 +225,30 @@ class InMemoryConversationArchive:
     ) -> list[Entry]:
         """ArchiveSearch: the in-memory archive searches its own entries."""
         return self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant and agent in (None, e.agent), limit)
+
+    async def bounded(
+        self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
+    ) -> tuple[list[Entry], bool]:
+        """ArchiveSearch: a common term's exchanges cut to those where it weighs most, as postings are read."""
+        mine = [e for e in self._entries.values() if e.ref.tenant == tenant and e.agent == agent]
+        held = {(e.ref, e.entry_id) for e in mine}
+        kept: set[tuple[ConversationRef, str]] = set()
+        rare, cut = [], False
+        for term in terms:
+            weighs: dict[tuple[ConversationRef, str], int] = {}
+            for entry in mine:
+                impact = impacts(entry.text).get(term)
+                if impact is not None:
+                    weighs[exchange_of(entry)] = max(weighs.get(exchange_of(entry), 0), impact)
+            if len(weighs) > per_term:
+                cut = True
+                kept |= set(sorted(weighs, key=lambda unit: -weighs[unit])[:per_term])
+            else:
+                rare.append(term)
+        found = self._exchanges_sharing(rare, lambda e: (e.ref, e.entry_id) in held, limit) if rare else []
+        seen = {(e.ref, e.entry_id) for e in found}
+        found += [e for e in mine if exchange_of(e) in kept and (e.ref, e.entry_id) not in seen]
+        return found, cut
 
     async def entries(
         self,

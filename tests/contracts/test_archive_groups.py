@@ -13,6 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from adapters.mongo_archives import MongoConversationArchive
 from adapters.mongo_entries import GROUPS, LEGACY_ENTRIES, conversation_id
+from adapters.mongo_postings import POSTINGS
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from projections.archives import NEVER, ConversationRef, plan_archive
@@ -23,6 +24,7 @@ from schemas.events import (
     QuestionAsked,
     ThreadEvent,
     ThreadFolded,
+    ThreadPurged,
     ThreadRenamed,
     ToolCalled,
 )
@@ -190,7 +192,12 @@ async def test_erasing_an_asker_of_a_shared_thread_leaves_no_tail_naming_them(
     shared = ConversationRef("castle", "public", "", "main")
     before = await database["conversations"].find_one({"_id": conversation_id(shared)})
     assert before is not None and before["tail"]["subject"] == "ann"
+    assert {p["term"] for p in await database[POSTINGS].find({"subject": "ann"}).to_list()} >= {"chest"}
     assert await store.erase_subject("castle", "ann") == 1
+    held = await database[POSTINGS].find({}).to_list()  # the words of ann's text went with her entries
+    assert (
+        "ann" not in str(held) and "chest" not in {p["term"] for p in held} and {p["subject"] for p in held} == {"bob"}
+    )
     after = await database["conversations"].find_one({"_id": conversation_id(shared)})
     assert after is not None and "tail" not in after and "ann" not in str(after)
     assert "ann" not in str(await database[GROUPS].find({}).to_list())
@@ -221,3 +228,24 @@ async def test_a_batch_redelivered_after_a_rename_leaves_the_moved_entries_as_th
     await store.apply(plan_archive(batch))  # the worker died before committing: the batch again
     assert await store.entries(older, scope="history", snapshot=NEVER - 1) == first
     assert await store.entries(MAIN, scope="history", snapshot=NEVER - 1) == []
+
+
+async def test_postings_follow_their_entries_through_a_rename_and_a_purge(
+    database: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """Postings (adapters/mongo_postings.py) hold words of a subject's text: a rename moves them with their
+    groups, a purge (thread deletion, retention) deletes them; a redelivery writes none twice."""
+    store = MongoConversationArchive(database)
+    await store.prepare()
+    log = Log()
+    batch = log.exchange(0, "where is the chest", "by the gate")
+    await store.apply(plan_archive(batch))
+    await store.apply(plan_archive(batch))  # redelivered
+    posted = await database[POSTINGS].find({}).to_list()
+    assert {p["term"] for p in posted} >= {"chest", "gate"} and {p["conversation"] for p in posted} == {"main"}
+    assert len(posted) == len({p["_id"] for p in posted})
+    await store.apply(plan_archive(log.add(ThreadRenamed(_env(), "main", "older"))))
+    assert {p["conversation"] for p in await database[POSTINGS].find({}).to_list()} == {"older"}
+    await store.apply(plan_archive(log.add(ThreadPurged(_env(), "older", "test"))))
+    assert await database[GROUPS].count_documents({}) == 0
+    assert await database[POSTINGS].count_documents({}) == 0

@@ -103,6 +103,25 @@ class ArchiveSearchContract:
             found = await search.across("castle", query_of("zymurgy").lookup, agent=agent)
             assert [e.entry_id for e in found] == ["x.q", "x.a"]
 
+    async def test_a_common_term_is_cut_to_the_exchanges_where_it_weighs_most(self, pair: Pair) -> None:
+        archive, search = pair
+        log = Partitions()
+        for n in range(6):  # "lantern" in every exchange, more often in later ones; "zephyr" in one
+            answer = " ".join(["lantern"] * (n + 1) + ["ledger"] * (12 - n) + (["zephyr"] if n == 1 else []))
+            env = _env("castle", "session", "smith", "ann")
+            await archive.apply(plan_archive(log.exchange(0, env, f"e{n}", f"day {n}", answer)))
+        lookup = query_of("lantern zephyr").lookup
+        found, cut = await search.bounded("castle", lookup, agent="smith", per_term=2)
+        assert cut  # six exchanges hold lantern: its two best are read, and zephyr's one
+        assert sorted({e.exchange_id for e in found}) == ["e1", "e4", "e5"]
+        assert {e.entry_id for e in found if e.exchange_id == "e5"} == {"e5.q", "e5.a"}  # whole exchanges
+        whole, cut = await search.bounded("castle", lookup, agent="smith", per_term=6)
+        assert not cut
+        assert sorted(e.entry_id for e in whole) == sorted(
+            e.entry_id for e in await search.across("castle", lookup, agent="smith")
+        )
+        assert await search.bounded("castle", lookup, agent="baker", per_term=2) == ([], False)
+
 
 class TestInMemoryArchiveSearch(ArchiveSearchContract):
     @pytest.fixture
