@@ -4,10 +4,11 @@ that leaves cost, on an agent with 1,200 exchanges of 22 KB.
 Loads the exchanges (one subject's session, agent `bounds`; every exchange holds the common word
 `lantern`, two hold the rare word `zephyrine`), then measures, interleaved round by round, the agent's
 search and the thread's search for the rare word, the common word, `q=ü` and a query with no word,
-with `/healthz` polled every 10 ms meanwhile; then the refusals (1,000 terms, empty q), and a client
-that closes its connection 200 ms into a common-word search: the time until the SecantusDB connection
-that ran its read leaves `currentOp` (SecantusDB cannot stop a running command: its connection closes
-when the read ends, at the latest at MEMLOG_SEARCH_MAX_TIME_MS).
+with `/healthz` polled every 10 ms meanwhile (its slowest answer per query); then the refusals (1,000
+terms, empty q), and a client that closes its connection 200 ms into a thread search for the common
+word (not bounded by postings): the time until a SecantusDB connection of the API (told apart by its
+`appName`) leaves `currentOp` (SecantusDB cannot stop a running command: its connection closes when
+the read ends, at the latest at MEMLOG_SEARCH_MAX_TIME_MS).
 
     python -m bench.search_bounds [--candidates N] [--out r.json]   # starts API and worker on the local stack
     MEMLOG_BENCH_BOUNDS_EXCHANGES=300 python -m bench.search_bounds  # smaller
@@ -103,40 +104,44 @@ async def with_health(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[An
     return task.result(), slowest
 
 
-async def disconnect(url: str, tenant: str, mongo: str) -> dict[str, Any]:
-    """Close a client 200 ms into a common-word search; how long until its read's connection leaves currentOp."""
+async def disconnect(url: str, tenant: str, mongo: str, app: str) -> dict[str, Any]:
+    """Close a client 200 ms into a common-word search; how long until a connection of the API (its
+    `appName`) that was open then leaves currentOp (tests/e2e/test_search_disconnect.py checks it)."""
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo)
 
-    async def finds() -> set[int]:
+    async def api_connections() -> set[int]:
         ops = (await client.admin.command("currentOp", {"$all": True}))["inprog"]
-        return {int(op["connectionId"]) for op in ops if op.get("type") == "op" and op.get("op") == "find"}
+        return {
+            int(op["connectionId"])
+            for op in ops
+            if op.get("type") == "op" and (op.get("clientMetadata") or {}).get("application", {}).get("name") == app
+        }
 
-    before = await finds()
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         request = asyncio.ensure_future(
-            http.get(f"/v1/tenants/{tenant}/agents/bounds/search", params={"q": "lantern", "neighbours": 0})
+            http.get(f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": "lantern", "neighbours": 0})
         )
         await asyncio.sleep(0.2)
-        running = await finds()
+        running = await api_connections()
+        finished = request.done()
         request.cancel()
         await asyncio.gather(request, return_exceptions=True)
     closed = time.perf_counter()
-    watched = running - before or running
     gone_after = None
     while time.perf_counter() - closed < 10:
-        if watched - await finds():
-            gone_after = time.perf_counter() - closed
+        if running - await api_connections():
+            gone_after = round(time.perf_counter() - closed, 2)
             break
         await asyncio.sleep(0.02)
     await client.close()
-    return {"watched_connections": len(watched), "gone_after_s": gone_after}
+    return {"api_connections": len(running), "finished_before_close": finished, "gone_after_s": gone_after}
 
 
 def p50(samples: Sequence[float]) -> float:
     return round(statistics.median(samples) * 1000, 1)
 
 
-async def measure(url: str, tenant: str, mongo: str) -> dict[str, Any]:
+async def measure(url: str, tenant: str, mongo: str, app: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         started = time.perf_counter()
@@ -148,7 +153,7 @@ async def measure(url: str, tenant: str, mongo: str) -> dict[str, Any]:
         }
         queries = {"rare": "zephyrine", "common": "lantern", "u-umlaut": "ü", "no word": "?!"}
         times: dict[str, list[float]] = {f"{r} {q}": [] for r in routes for q in queries}
-        health: list[float] = []
+        health: dict[str, list[float]] = {k: [] for k in times}
         partial: dict[str, Any] = {}
         for _ in range(ROUNDS):
             for route, path in routes.items():
@@ -157,7 +162,7 @@ async def measure(url: str, tenant: str, mongo: str) -> dict[str, Any]:
                     (took, response), slowest = await with_health(http, timed(lambda c=call: c))
                     response.raise_for_status()
                     times[f"{route} {name}"].append(took)
-                    health.append(slowest)
+                    health[f"{route} {name}"].append(slowest)
                     partial[f"{route} {name}"] = response.json().get("partial")
         out["p50_ms"] = {k: p50(v) for k, v in times.items()}
         out["common_over_rare"] = {
@@ -165,12 +170,12 @@ async def measure(url: str, tenant: str, mongo: str) -> dict[str, Any]:
             for route in routes
         }
         out["partial"] = partial
-        out["healthz_max_ms"] = round(max(health) * 1000, 1)
+        out["healthz_max_ms"] = {k: round(max(v) * 1000, 1) for k, v in health.items()}
         many = " ".join(f"t{n}" for n in range(1000))
         refused = await http.get(routes["agent"], params={"q": many})
         out["1000_terms"] = [refused.status_code, refused.json()["detail"][0]["loc"][-1]]
         out["empty_q"] = (await http.get(routes["thread"], params={"q": " "})).status_code
-    out["disconnect"] = await disconnect(url, tenant, mongo)
+    out["disconnect"] = await disconnect(url, tenant, mongo.split("appName=", maxsplit=1)[0].rstrip("&?"), app)
     return out
 
 
@@ -189,7 +194,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     async def run(settings: Settings) -> None:
         update: dict[str, Any] = {"embeddings": "none", "backend_tokens": {}, "operator_tokens": []}
+        app = f"memlog-bench-bounds-{uuid.uuid4().hex[:6]}"  # the API's connections, told apart in currentOp
+        mongo = settings.mongo
         update |= {"credentials_file": None, "api_host": "127.0.0.1"}
+        update["mongo_url"] = f"{mongo}{'&' if '?' in mongo else '?'}appName={app}"
         if args.candidates is not None:
             update["search_max_candidates"] = args.candidates
         settings = settings.model_copy(update=update)
@@ -198,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         api = await asyncio.to_thread(start_api, settings, LOGS)
         try:
             url = f"http://127.0.0.1:{settings.api_port}"
-            holder["out"] = await measure(url, f"bounds-{uuid.uuid4().hex[:6]}", settings.mongo)
+            holder["out"] = await measure(url, f"bounds-{uuid.uuid4().hex[:6]}", settings.mongo, app)
             holder["out"]["search_max_candidates"] = settings.search_max_candidates
         finally:
             api.stop()

@@ -21,7 +21,7 @@ from projections import relevance
 MAX_POSTINGS = 1000  # terms an entry posts at most: its most frequent
 MEAN_LENGTH = 300.0  # the length an impact is normalised against (a search's ranking uses the true mean)
 IMPACT_SCALE = 1000
-PER_TERM = 40  # exchanges a common term's candidates are cut to, at least (a page's worth more when larger)
+PER_TERM = 20  # exchanges a common term's candidates are cut to, at least (a page and one more when larger)
 
 
 def impacts(text: str) -> dict[str, int]:
@@ -37,4 +37,4 @@ def impacts(text: str) -> dict[str, int]:
 
 def per_term(limit: int) -> int:
     """How many exchanges a common term contributes to a page of `limit` results."""
-    return max(PER_TERM, 2 * (limit + 1))
+    return max(PER_TERM, limit + 1)
