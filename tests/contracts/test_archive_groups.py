@@ -244,8 +244,8 @@ async def test_postings_follow_their_entries_through_a_rename_and_a_purge(
     posted = await database[POSTINGS].find({}).to_list()
     assert {p["term"] for p in posted} >= {"chest", "gate"} and {p["conversation"] for p in posted} == {"main"}
     assert len(posted) == len({p["_id"] for p in posted})
-    await store.apply(plan_archive(log.add(ThreadRenamed(_env(), "main", "older"))))
+    await store.apply(plan_archive(log.add(ThreadRenamed(envelope(), "main", "older"))))
     assert {p["conversation"] for p in await database[POSTINGS].find({}).to_list()} == {"older"}
-    await store.apply(plan_archive(log.add(ThreadPurged(_env(), "older", "test"))))
+    await store.apply(plan_archive(log.add(ThreadPurged(envelope(), "older", "test"))))
     assert await database[GROUPS].count_documents({}) == 0
     assert await database[POSTINGS].count_documents({}) == 0
