@@ -4,6 +4,7 @@ the worker's scheduled compaction is due (the ledger says what waits for it)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,21 @@ async def test_compaction_is_due_after_an_erasure_or_purge_until_one_covers_it()
     assert len(done) == 3 and await compaction_due(ledger) is None
     entries = await ledger.entries(kind=COMPACTED)
     assert [entry["by"] for entry in entries] == ["schedule"] * 3
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lifetime_table(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    start = text.index("| personal data | where |")
+    return text[start : text.index("\n\n", start)]
+
+
+def test_the_docs_page_holds_designs_lifetime_table_and_each_setting_it_names_exists() -> None:
+    table = lifetime_table(ROOT / "DESIGN.md")
+    assert lifetime_table(ROOT / "docs" / "operators" / "lifetimes.md") == table
+    named = set(re.findall(r"`MEMLOG_([A-Z_]+)`", table))
+    assert len(named) >= 15
+    fields = Settings.model_fields
+    assert {name for name in named if name.lower() not in fields} == set()
