@@ -72,11 +72,14 @@ def rank(
     parts = [[relevance.bag(e.text, stops=True, stop_length=asked.stop_only) for e in entries] for entries in grouped]
     docs = [sum(own[1:], own[0]) for own in parts]
     wanted = set(asked.terms)
-    # the query's stop words weigh by their idf among the candidates its content terms found (never
-    # finding one of their own): a stop word in most of them weighs little, one in few tells them apart
     frequency = relevance.frequencies(docs, wanted | set(asked.stops))
     stats = relevance.Stats(max(documents or 0, len(docs)), sum(d.length for d in docs) / max(1, len(docs)))
-    weights = {t: relevance.idf(stats.documents, n) for t, n in frequency.items()}
+    weights = {t: relevance.idf(stats.documents, frequency[t]) for t in wanted}
+    # the query's stop words weigh by their idf too, never finding a candidate of their own: their share
+    # of the candidates its content terms found stands for their share of the scope (the candidates
+    # are a sample of it), so a stop word weighs alike in a thread's search and an agent's
+    share = stats.documents / max(1, len(docs))
+    weights |= {t: relevance.idf(stats.documents, frequency[t] * share) for t in asked.stops}
     hits = []
     for entries, own, doc in zip(grouped, parts, docs, strict=True):
         hit = _hit(phrase, entries, own, doc, (weights, wanted), stats, key)

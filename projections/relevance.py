@@ -173,7 +173,7 @@ class Stats:
     mean_length: float
 
 
-def idf(documents: int, frequency: int) -> float:
+def idf(documents: int, frequency: float) -> float:
     """BM25's inverse document frequency, kept positive (Lucene's form): a term in every document
     weighs little but never counts against a match."""
     return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
