@@ -40,9 +40,9 @@ from schemas.events import (
     to_record,
 )
 from schemas.exchanges import ReportedExchange, exchange_events
+from streams.projectors import PROJECTIONS
 from streams.replay import replay
 from streams.topics import ensure_topics
-from streams.worker import PROJECTIONS
 
 SUBJECTS = 2000
 TOPICS = ("threads", "facts", "traces")

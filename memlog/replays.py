@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 def projections_named(projection: str) -> tuple[str, ...]:
     """The projections a replay rebuilds: one by its name, or all of them."""
     # imported here: streams.worker brings Faust in, which only a replay needs
-    from streams.worker import PROJECTIONS
+    from streams.projectors import PROJECTIONS
 
     return PROJECTIONS if projection == "all" else (projection,)
 

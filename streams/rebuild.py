@@ -21,8 +21,8 @@ from projections.stores import Stores
 from schemas.codec import Codec
 from streams.metrics import Metrics
 from streams.projector import Projector, Record
+from streams.projectors import build_projections
 from streams.sealer import Sealer
-from streams.worker import build_projections
 
 # events applied between two full collections while a rebuild runs (the cyclic collector is off meanwhile)
 COLLECT_EVERY_EVENTS = 500_000

@@ -1,6 +1,6 @@
 """`memlog replay`: rebuild projections from the topics into a fresh namespace, then switch to it.
 
-The rebuild runs the very projectors the worker runs (`build_projections`), fed by a plain
+The rebuild runs the very projectors the worker runs (`streams.projectors.build_projections`), fed by a plain
 consumer in large batches, so the rules are shared and writes go in bulk. Folds are never made
 during a replay: the ThreadFolded events on the log are applied like the live worker applied
 them. Events of erased subjects do not decrypt and are skipped; the ledger says why.
@@ -49,6 +49,7 @@ from projections.stores import Stores
 from schemas.errors import Conflict, DecodeError, InvalidEvent, MemlogError, StoreUnavailable
 from schemas.events import SubjectErased, from_record
 from streams.namespaces import Namespaces
+from streams.projectors import PROJECTIONS
 from streams.rebuild import (
     Rebuild,
     Reports,
@@ -60,7 +61,7 @@ from streams.rebuild import (
     replay_consumer,
 )
 from streams.steps.privacy import erase_in
-from streams.worker import PROJECTIONS, active_namespace
+from streams.worker import active_namespace
 
 log = logging.getLogger(__name__)
 

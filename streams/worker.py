@@ -1,7 +1,7 @@
 """`memlog worker`: the Faust worker that runs every projection agent.
 
-The projections themselves are built by `build_projections`, which `memlog replay` shares: a
-replay runs the very same projectors, fed in large batches by a plain consumer.
+The projections themselves are built by `streams.projectors.build_projections`, which `memlog replay`
+shares: a replay runs the very same projectors, fed in large batches by a plain consumer.
 """
 
 from __future__ import annotations
@@ -19,17 +19,13 @@ import faust
 from aiokafka.errors import KafkaError
 
 from adapters import connections
-from adapters.embeddings import make_embedder
 from adapters.summarizers import make_summarizer
 from adapters.wiring import PrivacyStores, database_names, make_codec, open_privacy, open_stores
 from config.settings import Settings
-from projections.ports import Checkpoints, SessionStore
 from projections.stores import Stores
-from projections.thread_memory import ThreadMemory
-from projections.tokens import TokenCounter, load_encoding
 from schemas.codec import Codec
 from schemas.errors import LogUnavailable, StoreUnavailable
-from schemas.events import FACT_EVENTS, PRIVACY_EVENTS, THREAD_EVENTS, TRACE_EVENTS
+from schemas.events import PRIVACY_EVENTS
 from streams import shutdown
 from streams.app import create_app
 from streams.compaction import compact_on_timer, compact_storage
@@ -44,21 +40,16 @@ from streams.period_keys import shred_periods_on_timer
 from streams.positions import LogPositions
 from streams.producer import EventProducer
 from streams.projector import DeadLetterSink, Projector, Record
+from streams.projectors import PROJECTIONS, build_projections
 from streams.resume import ResumeFromCheckpoints
 from streams.retention import retention_on_timer
 from streams.sealer import Sealer
-from streams.steps.archive import ArchiveStep
-from streams.steps.facts import FactActivityStep, FactStep
 from streams.steps.privacy import PrivacyStep, SubjectData
-from streams.steps.sessions import SessionStep
-from streams.steps.traces import TraceStep
 from streams.topics import apply_deadletter_retention, check_retention, ensure_topics
 from streams.tracing import setup_tracing
 from streams.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
-
-PROJECTIONS = ("sessions", "archives", "facts", "traces")
 
 
 class FaustDeadLetters:
@@ -73,94 +64,6 @@ class FaustDeadLetters:
             await pending
         except KafkaError as exc:  # the projector retries it, as it retries a store outage
             raise LogUnavailable(f"kafka refused the dead letter: {exc}") from exc
-
-
-class DelayedStep:
-    """A step that waits before each batch: a drill for a projection slower than the others."""
-
-    def __init__(self, step: Any, seconds: float) -> None:
-        self._step = step
-        self._seconds = seconds
-
-    async def __call__(self, events: Any) -> None:
-        await asyncio.sleep(self._seconds)
-        await self._step(events)
-
-
-@dataclass
-class Built:
-    """The projectors of one namespace, each with the short name of the topic it reads."""
-
-    projectors: list[tuple[str, Projector[Any]]]
-    sessions: SessionStore
-    prepare: Callable[[], Awaitable[None]]
-
-
-def build_projections(
-    settings: Settings,
-    *,
-    codec: Codec,
-    sealer: Sealer,
-    stores: Stores,
-    dead_letters: DeadLetterSink,
-    metrics: Metrics,
-    which: tuple[str, ...] = PROJECTIONS,
-    request_fold: Callable[[Any], None] | None = None,
-    replaying: bool = False,
-) -> Built:
-    """The projectors for `which` (sessions, archives, facts, traces), writing into `settings.namespace`.
-
-    `replaying`: for a replay into a fresh namespace, which keeps the threads it writes in memory across
-    its batches (`projections/thread_memory.py`).
-    """
-    counters = stores.counters
-    sessions = stores.sessions
-    facts = stores.facts
-    out: list[tuple[str, Projector[Any]]] = []
-
-    def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Checkpoints) -> None:
-        if settings.drill_step_delays.get(name):
-            step = DelayedStep(step, settings.drill_step_delays[name])
-        projector: Projector[Any] = Projector(
-            name=name,
-            topic=topic,
-            source_topic=settings.topic(topic),
-            codec=codec,
-            accepts=accepts,
-            step=step,
-            checkpoints=checkpoints,
-            dead_letters=dead_letters,
-            counter=counters,
-            metrics=metrics,
-            sealer=sealer,
-        )
-        out.append((topic, projector))
-
-    if "facts" in which:
-        fact_policy = settings.fact_policy()
-        add("facts", "facts", FACT_EVENTS, FactStep(facts, fact_policy, make_embedder(settings)), facts)
-        activity = stores.fact_activity
-        add("facts-activity", "threads", THREAD_EVENTS, FactActivityStep(facts, activity, fact_policy), activity)
-    if "traces" in which:
-        traces = stores.traces
-        trace_step = TraceStep(traces, sessions, settings.redactor(), settings.trace_days)
-        add("traces", "traces", TRACE_EVENTS, trace_step, traces)
-    if "sessions" in which:
-        count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
-        step = SessionStep(
-            sessions,
-            policy=settings.thread_policy(),
-            count_tokens=count_tokens,
-            request_fold=request_fold,
-            memory=ThreadMemory() if replaying else None,
-        )
-        add("sessions", "threads", THREAD_EVENTS, step, sessions)
-    if "archives" in which:
-        archive_checkpoints = stores.archive_checkpoints
-        archiving = ArchiveStep(archive_checkpoints, stores.conversations, fork_entries=settings.fork_entries)
-        add("archive", "threads", THREAD_EVENTS, archiving, archive_checkpoints)
-
-    return Built(out, sessions, stores.prepare)
 
 
 def subscribe(

@@ -20,9 +20,9 @@ from memlog.api import create_api
 from memlog.services import open_services
 from streams.metrics import Metrics
 from streams.projector import Record
+from streams.projectors import build_projections
 from streams.sealer import Sealer
 from streams.topics import ensure_topics
-from streams.worker import build_projections
 from tests.conftest import unique_settings
 
 TENANT, SUBJECT = "tracing-tenant-x7", "tracing-subject-q9"

@@ -20,8 +20,8 @@ from projections.session import ThreadKey
 from schemas.errors import Conflict
 from schemas.events import SESSION_THREAD, Envelope, SubjectErased
 from schemas.exchanges import ReportedExchange
+from streams.projectors import PROJECTIONS
 from streams.replay import replay
-from streams.worker import PROJECTIONS
 
 TENANT = "castle"
 

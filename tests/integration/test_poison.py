@@ -19,7 +19,7 @@ from projections.session import ThreadKey
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, to_record
 from streams.metrics import Metrics
 from streams.projector import Record
-from streams.worker import build_projections
+from streams.projectors import build_projections
 
 
 class Letters:

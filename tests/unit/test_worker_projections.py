@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from config.settings import WORKER_PROJECTIONS, Settings
-from streams.worker import PROJECTIONS
+from streams.projectors import PROJECTIONS
 
 
 def settings(**values: object) -> Settings:
