@@ -115,3 +115,14 @@ async def recorded(
     """Record one exchange; its position."""
     position: str = (await post_exchange(http, exchange(tenant, subject, question, answer, **extra)))["position"]
     return position
+
+
+async def context_of(
+    http: httpx.AsyncClient, tenant: str, subject: str, after: str | None = None, **params: Any
+) -> dict[str, Any]:
+    """A subject's context read (once `after` is applied, when given), asserting 200; its JSON."""
+    query = {**({"after": after} if after else {}), **params}
+    response = await http.get(f"/v1/tenants/{tenant}/subjects/{subject}/context", params=query)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body

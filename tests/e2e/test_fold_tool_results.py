@@ -13,7 +13,7 @@ import pytest
 
 from config.settings import Settings
 from projections.tool_results import HEADING
-from tests.e2e.conftest import StartMemlog, post_exchange
+from tests.e2e.conftest import StartMemlog, context_of, post_exchange
 
 TENANT = "castle-chest"
 SUBJECT = "ada"
@@ -44,25 +44,17 @@ async def post(http: httpx.AsyncClient, number: int) -> str:
     return position
 
 
-async def context(http: httpx.AsyncClient, after: str | None = None) -> dict[str, Any]:
-    params = {"after": after} if after else {}
-    response = await http.get(f"/v1/tenants/{TENANT}/subjects/{SUBJECT}/context", params=params)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
 async def test_a_tool_result_from_before_a_fold_past_100_exchanges_is_still_in_the_context(
     http: httpx.AsyncClient,
 ) -> None:
     last = ""
     for number in range(121):
         last = await post(http, number)
-    ctx = await context(http, last)
+    ctx = await context_of(http, TENANT, SUBJECT, last)
     deadline = time.monotonic() + 90
     while ctx["summary_notice"] is None and time.monotonic() < deadline:
         await asyncio.sleep(0.3)
-        ctx = await context(http)
+        ctx = await context_of(http, TENANT, SUBJECT)
     notice = ctx["summary_notice"]
     assert notice is not None, "the session never folded"
     assert notice["folded_exchanges"] >= 71  # past 100 exchanges, all but the newest 30 at most

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from tests.e2e.conftest import StartMemlog
+from tests.e2e.conftest import StartMemlog, context_of
 
 T = "realm"
 K = "keepers"  # agents keep its knowledge too
@@ -38,13 +38,6 @@ async def accepted(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-async def context(http: httpx.AsyncClient, tenant: str, subject: str, **params: Any) -> dict[str, Any]:
-    response = await http.get(f"/v1/tenants/{tenant}/subjects/{subject}/context", params=params)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
 async def test_tenant_knowledge_is_recalled_for_every_subject_as_scoped(http: httpx.AsyncClient) -> None:
     rule = await accepted(
         await http.post(f"/v1/tenants/{T}/facts", json={"text": "keep-inventory is on in the nether"})
@@ -56,22 +49,24 @@ async def test_tenant_knowledge_is_recalled_for_every_subject_as_scoped(http: ht
     )
     wait = {"after": f"{rule['position']},{own['position']}", "wait": 30}
     for subject in ("ann", "bob"):
-        read = await context(http, T, subject, question="is keep-inventory on in the nether?", agent="helper", **wait)
+        read = await context_of(
+            http, T, subject, question="is keep-inventory on in the nether?", agent="helper", **wait
+        )
         assert [(f["text"], f["belongs_to"]) for f in bearing(read)] == [
             ("keep-inventory is on in the nether", "tenant")
         ]
         assert "[tenant] keep-inventory is on in the nether" in read["rendered_facts"]
     question = "how many blocks may the builder bot place?"
-    assert [f["fact_id"] for f in bearing(await context(http, T, "ann", question=question, agent="builder"))] == [
+    assert [f["fact_id"] for f in bearing(await context_of(http, T, "ann", question=question, agent="builder"))] == [
         own["fact_id"]
     ]
     # the others are given, not labelled bears; never another agent's own fact
-    helper = (await context(http, T, "ann", question=question, agent="helper"))["facts"]
+    helper = (await context_of(http, T, "ann", question=question, agent="helper"))["facts"]
     assert own["fact_id"] not in {f["fact_id"] for f in helper} and not any(f["bears"] for f in helper)
-    nobody = (await context(http, T, "ann", question=question))["facts"]  # no agent named: shared only
+    nobody = (await context_of(http, T, "ann", question=question))["facts"]  # no agent named: shared only
     assert own["fact_id"] not in {f["fact_id"] for f in nobody} and rule["fact_id"] in {f["fact_id"] for f in nobody}
     # another tenant never sees it
-    assert (await context(http, "elsewhere", "ann", question="keep-inventory nether", agent="helper"))["facts"] == []
+    assert (await context_of(http, "elsewhere", "ann", question="keep-inventory nether", agent="helper"))["facts"] == []
     listed = (await http.get(f"/v1/tenants/{T}/facts")).json()
     assert {f["fact_id"] for f in listed["facts"]} >= {rule["fact_id"], own["fact_id"]} and listed["subject"] is None
     by_helper = (await http.get(f"/v1/tenants/{T}/facts", params={"agent": "helper"})).json()["facts"]
@@ -116,7 +111,7 @@ async def test_erasing_or_exporting_a_subject_leaves_tenant_knowledge_alone(http
     mine = await accepted(
         await http.post(f"/v1/tenants/{tenant}/subjects/dan/facts", json={"text": "dan plays on tuesdays"})
     )
-    await context(http, tenant, "dan", after=f"{rule['position']},{mine['position']}", wait=30)
+    await context_of(http, tenant, "dan", after=f"{rule['position']},{mine['position']}", wait=30)
     exported = await http.post(f"/v1/tenants/{tenant}/subjects/dan/export")
     assert exported.status_code == 200, exported.text
     bundle = exported.text
@@ -125,7 +120,7 @@ async def test_erasing_or_exporting_a_subject_leaves_tenant_knowledge_alone(http
     erased = await http.post(f"/v1/tenants/{tenant}/subjects/dan/erase")
     assert erased.status_code == 200 and erased.json()["done"] is True, erased.text
     assert erased.json()["ledger"]["deleted"]["facts"] == 1
-    read = await context(http, tenant, "dan", question="when are backups taken?", agent="helper")
+    read = await context_of(http, tenant, "dan", question="when are backups taken?", agent="helper")
     assert [f["text"] for f in read["facts"]] == ["backups are taken every six hours"]
     listed = (await http.get(f"/v1/tenants/{tenant}/facts")).json()["facts"]
     assert [f["text"] for f in listed] == ["backups are taken every six hours"]
@@ -143,7 +138,7 @@ async def test_an_agent_saves_tenant_knowledge_only_where_the_tenant_allows_it(h
         json={"arguments": {"text": "the spawn shop opens at noon", "scope": "tenant"}},
     )
     assert refused.status_code == 422 and "MEMLOG_TENANT_FACTS_FROM_AGENTS" in refused.text
-    read = await context(
+    read = await context_of(
         http, T, "fay", question="when does the spawn shop open?", agent="miner", after=allowed.json()["position"]
     )
     assert [(f["text"], f["belongs_to"]) for f in bearing(read)] == [("the spawn shop opens at noon", "tenant")]

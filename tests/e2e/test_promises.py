@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import Any
 
 import httpx
 import httpx2
@@ -24,7 +23,7 @@ import pytest
 from adapters.mongo_store import mongo_client
 from config.settings import Settings
 from memlog.processes import settings_env
-from tests.e2e.conftest import StartMemlog, recorded
+from tests.e2e.conftest import StartMemlog, context_of, recorded
 
 TENANT = "castle-promises"
 ARCHIVE_COLLECTIONS = ("entry_groups", "conversations", "entries", "archive")
@@ -33,14 +32,6 @@ ARCHIVE_COLLECTIONS = ("entry_groups", "conversations", "entries", "archive")
 @pytest.fixture(scope="module")
 def live(start_memlog: StartMemlog) -> Settings:
     return start_memlog()
-
-
-async def context(http: httpx.AsyncClient, subject: str, after: str | None = None) -> dict[str, Any]:
-    params = {"after": after} if after else {}
-    response = await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context", params=params)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def thread(subject: str) -> str:
@@ -55,18 +46,18 @@ async def test_a_read_between_32k_and_42k_tokens_answers_unfolded_and_the_worker
         await recorded(http, TENANT, subject, f"question {number} " + "stone " * 9_000, f"answer {number}")
     # the fourth question takes the session to about 36,000 tokens; its answer has not come yet
     asked = await recorded(http, TENANT, subject, "question 3 " + "stone " * 9_000, exchange_id="fold-after-3")
-    ctx = await context(http, subject, asked)
+    ctx = await context_of(http, TENANT, subject, asked)
     assert 32_000 < ctx["tokens"] < 42_000
     assert ctx["summary_notice"] is None and ctx["summary"] == "" and len(ctx["exchanges"]) == 4  # at once
     answered = await http.post(
         "/v1/exchanges/fold-after-3/answer", json={"tenant": TENANT, "subject": subject, "answer": "answer 3"}
     )
     assert answered.status_code == 202, answered.text
-    after = await context(http, subject, answered.json()["position"])
+    after = await context_of(http, TENANT, subject, answered.json()["position"])
     deadline = time.monotonic() + 60
     while after["summary_notice"] is None and time.monotonic() < deadline:  # the worker folds, afterwards
         await asyncio.sleep(0.2)
-        after = await context(http, subject)
+        after = await context_of(http, TENANT, subject)
     assert after["summary_notice"] is not None and after["summary"]
     assert after["tokens"] < 32_000 and after["exchanges"][-1]["answer"] == "answer 3"
 
@@ -130,11 +121,11 @@ async def test_a_context_read_returns_no_archived_material_and_makes_no_archive_
         f"{thread(subject)}/search", params={"q": "obsidian lantern", "scope": "history", "after": last}
     )
     assert found.status_code == 200 and found.json()["results"], found.text
-    await context(http, subject, last)  # the session has applied everything too
+    await context_of(http, TENANT, subject, last)  # the session has applied everything too
     before = await archive_reads(live)
     assert before > 0  # the counter counts: the search above read the archive
     for _ in range(5):
-        ctx = await context(http, subject)
+        ctx = await context_of(http, TENANT, subject)
         assert "obsidian" not in str(ctx) and "willow" not in str(ctx)
         assert [exchange["question"] for exchange in ctx["exchanges"]] == ["what now?"]
     assert await archive_reads(live) == before

@@ -14,7 +14,7 @@ import pytest
 
 from config.settings import Settings
 from schemas.events import now_ms
-from tests.e2e.conftest import StartMemlog, post_exchange
+from tests.e2e.conftest import StartMemlog, context_of, post_exchange
 
 TENANT = "castle-notice"
 SUBJECT = "nora"
@@ -46,18 +46,10 @@ async def post(http: httpx.AsyncClient, number: int) -> str:
     return position
 
 
-async def context(http: httpx.AsyncClient, after: str | None = None) -> dict[str, Any]:
-    params = {"after": after} if after else {}
-    response = await http.get(f"/v1/tenants/{TENANT}/subjects/{SUBJECT}/context", params=params)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
 async def until_folded(http: httpx.AsyncClient, exchanges: int, wait: float = 60) -> dict[str, Any]:
     deadline = time.monotonic() + wait
     while True:
-        ctx = await context(http)
+        ctx = await context_of(http, TENANT, SUBJECT)
         notice = ctx["summary_notice"]
         if (notice and notice["folded_exchanges"] >= exchanges) or time.monotonic() > deadline:
             return ctx
@@ -80,7 +72,7 @@ async def test_a_fold_leaves_a_notice_whose_search_finds_the_folded_words(http: 
     last = ""
     for number in range(4):
         last = await post(http, number)
-    unfolded = await context(http, last)
+    unfolded = await context_of(http, TENANT, SUBJECT, last)
     assert unfolded["summary_notice"] is None and "[Lossy " not in unfolded["rendered"]
     for number in range(4, 7):
         last = await post(http, number)
