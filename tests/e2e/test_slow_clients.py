@@ -9,7 +9,6 @@ import asyncio
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from config.settings import Settings
@@ -69,7 +68,7 @@ async def test_slow_connections_are_closed_while_healthz_answers(api: Settings) 
     done = asyncio.Event()
 
     async def poll() -> None:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+        async with api_client(api, timeout=10) as http:
             while not done.is_set():
                 started = time.monotonic()
                 polls.append(((await http.get("/healthz")).status_code, time.monotonic() - started))

@@ -19,7 +19,7 @@ from config.settings import Settings
 from memlog.processes import WORKER_READY, MemlogProcess, free_port
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
-from tests.e2e.conftest import LOGS
+from tests.e2e.conftest import LOGS, api_client
 from tests.e2e.reads import archived_questions
 
 READ_WAIT_SECONDS = 15.0  # the API's is 5 s; looser on a busy shared machine (tests/e2e/test_isolation.py)
@@ -75,7 +75,7 @@ async def test_a_stalled_then_killed_archive_set_stops_no_reads_and_archives_eve
         wait_all_ready(up, 3)
         first = pids(up)
         assert set(first) == {CONTEXT, ARCHIVE, "traces,privacy"}
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api_port}", timeout=60) as http:
+        async with api_client(settings) as http:
             took = await writes_while(http, 1, 0, asked)
             os.kill(first[ARCHIVE], signal.SIGSTOP)  # the archive's set stalls: no batch, no heartbeat
             try:
