@@ -143,18 +143,13 @@ def privacy_projector(
     metrics: Metrics,
 ) -> Projector[Any]:
     """The privacy agent's projector: erasure and export requests, across every store of the subject."""
-    data = SubjectData(
-        sessions=stores.sessions,
-        facts=stores.facts,
-        traces=stores.traces,
-        conversations=stores.conversations,
-        idempotency=stores.idempotency,
+    data = SubjectData.of(
+        stores,
         exports=shared.exports,
         vault=shared.vault,
         ledger=shared.ledger,
         sealer=sealer,
         others=lambda: namespaces.others(settings.namespace),
-        fact_slots=stores.fact_slots,
     )
     return Projector(
         name="privacy",

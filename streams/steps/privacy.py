@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 class NamespaceData(Protocol):
-    """The stores of one namespace that hold something about subjects (adapters.wiring.Stores is one)."""
+    """The stores of one namespace that hold something about subjects (projections.stores.Stores is one)."""
 
     @property
     def sessions(self) -> SessionStore: ...
@@ -74,6 +74,32 @@ class SubjectData:
     sealer: Sealer
     others: OtherNamespaces | None = None
     fact_slots: FactSlots | None = None  # the API's reservations of facts being accepted
+
+    @classmethod
+    def of(
+        cls,
+        stores: NamespaceData,
+        *,
+        exports: Exports,
+        vault: KeyVault,
+        ledger: Ledger,
+        sealer: Sealer,
+        others: OtherNamespaces | None = None,
+    ) -> SubjectData:
+        """A namespace's subject stores (`NamespaceData`, the one list of them) with the privacy stores."""
+        return cls(
+            sessions=stores.sessions,
+            facts=stores.facts,
+            traces=stores.traces,
+            conversations=stores.conversations,
+            idempotency=stores.idempotency,
+            exports=exports,
+            vault=vault,
+            ledger=ledger,
+            sealer=sealer,
+            others=others,
+            fact_slots=stores.fact_slots,
+        )
 
 
 async def erase_in(stores: NamespaceData, tenant: str, subject: str) -> dict[str, int]:

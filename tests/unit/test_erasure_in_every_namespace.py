@@ -88,18 +88,13 @@ class App:
 
     def data(self, name: str) -> SubjectData:
         stores = self.held.setdefault(name, Namespace())
-        return SubjectData(
-            sessions=stores.sessions,
-            facts=stores.facts,
-            traces=stores.traces,
-            conversations=stores.conversations,
-            idempotency=stores.idempotency,
+        return SubjectData.of(
+            stores,
             exports=self.exports,
             vault=self.vault,
             ledger=self.ledger,
             sealer=Sealer(self.vault),
             others=lambda: self._others(name),
-            fact_slots=stores.fact_slots,
         )
 
     async def _others(self, besides: str) -> dict[str, NamespaceData]:
