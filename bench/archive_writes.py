@@ -32,13 +32,13 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStartedEvent, CommandSucceededEvent
 
-from adapters import connections
-from adapters.mongo_entries import GROUPS, entries_of
-from adapters.mongo_store import mongo_client
-from adapters.wiring import open_stores
 from bench.projection import on_local_stack
-from config.settings import Settings
-from memlog.processes import isolated
+from memlog.adapters import connections
+from memlog.adapters.mongo_entries import GROUPS, entries_of
+from memlog.adapters.mongo_store import mongo_client
+from memlog.adapters.wiring import open_stores
+from memlog.config.settings import Settings
+from memlog.dev.processes import isolated
 from projections.archives import index_terms
 from projections.position import Position
 from projections.stores import Stores
@@ -168,7 +168,7 @@ def per_entry(inserts: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]
 
 PREFIX = [("tenant", ASCENDING), ("thread", ASCENDING), ("owner", ASCENDING)]
 CONVERSATION = [*PREFIX, ("conversation", ASCENDING)]
-ENTRY_INDEXES = [  # the layout before issue 16 (item 2): adapters/mongo_archives.py and its mixins then
+ENTRY_INDEXES = [  # the layout before issue 16 (item 2): memlog/adapters/mongo_archives.py and its mixins then
     ([*CONVERSATION, ("entry_id", ASCENDING)], True),
     ([*CONVERSATION, ("seq", ASCENDING)], False),
     ([*PREFIX, ("terms", ASCENDING)], False),

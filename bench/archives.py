@@ -19,11 +19,11 @@ from typing import Any
 
 from pymongo.errors import PyMongoError
 
-from adapters.mongo_entries import GROUPS, WITHOUT_TERMS
-from adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
 from bench.projection import interleaved, on_local_stack, quantiles
-from config.settings import Settings
-from memlog.conversations import Conversations
+from memlog.adapters.mongo_entries import GROUPS, WITHOUT_TERMS
+from memlog.adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
+from memlog.app.conversations import Conversations
+from memlog.config.settings import Settings
 from memlog.services import open_services
 from projections.archives import ConversationRef, Entry, index_terms
 from projections.relevance import query_of

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adapters.embeddings import LocalMiniLM
 from bench.recall_eval import FIT_TENANTS, REPORT_TENANTS, compound_questions
+from memlog.adapters.embeddings import LocalMiniLM
 from projections.facts import Fact, SubjectFacts
 from projections.recall import (
     Calibration,

@@ -28,12 +28,12 @@ import aiohttp
 import httpx
 import redis.asyncio as aioredis
 
-from adapters.redis_store import thread_base
 from bench.projection import interleaved, on_local_stack, quantiles
 from bench.threads import exchange
-from config.settings import Settings
+from memlog.adapters.redis_store import thread_base
 from memlog.api.models import Context
-from memlog.processes import free_port, start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from streams.topics import ensure_topics
@@ -56,7 +56,7 @@ async def slow_read(services: Services, subject: str) -> bytes:
 
 
 async def ready_mget(redis: aioredis.Redis, base: str) -> list[object]:
-    """The command the ready read sends (adapters/redis_store.py): one MGET, with no Python after."""
+    """The command the ready read sends (memlog/adapters/redis_store.py): one MGET, with no Python after."""
     return await redis.mget(f"{base}:t", f"{base}:v", f"{base}:m", f"{base}:n")
 
 

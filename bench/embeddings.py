@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from adapters.embeddings import LocalMiniLM, QuestionEncoder
+from memlog.adapters.embeddings import LocalMiniLM, QuestionEncoder
 
 TOPICS = ["coffee shop", "dog", "base", "holiday", "deadline", "car", "garden", "password manager", "diet", "band"]
 

@@ -30,10 +30,10 @@ import aiohttp
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from adapters.connections import kafka_options
 from bench.projection import on_local_stack, quantiles
-from config.settings import Settings
-from memlog.processes import start_api, start_worker
+from memlog.adapters.connections import kafka_options
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_api, start_worker
 from streams.topics import ensure_topics
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"

@@ -1,4 +1,4 @@
-"""What postings (issue 41, adapters/mongo_postings.py) add to the archive's writes: the same entries
+"""What postings (issue 41, memlog/adapters/mongo_postings.py) add to the archive's writes: the same entries
 archived with and without them, interleaved round by round, each into a database of its own.
 
 Two shapes: short exchanges (6 to 24 words, the live path's usual) and 22 KB answers (about 1,000
@@ -21,8 +21,8 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
-from adapters.mongo_archives import MongoConversationArchive
-from adapters.mongo_search import MongoArchiveSearch
+from memlog.adapters.mongo_archives import MongoConversationArchive
+from memlog.adapters.mongo_search import MongoArchiveSearch
 from projections.archives import ConversationRef, Entry, index_terms
 
 WORDS = [

@@ -22,8 +22,8 @@ import aiohttp
 
 from bench.freshness import TENANT, turn
 from bench.projection import on_local_stack
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import settings_env
 from streams.topics import ensure_topics
 
 WARM_UP = 10

@@ -26,11 +26,11 @@ import httpx
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from adapters.mongo_entries import GROUPS
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
-from memlog.localstack import LocalStack
-from memlog.processes import free_port, isolated, start_api, start_worker
+from memlog.adapters.mongo_entries import GROUPS
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.localstack import LocalStack
+from memlog.dev.processes import free_port, isolated, start_api, start_worker
 from memlog.services import open_services
 from projections.archives import ConversationRef
 from projections.session import ThreadKey

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import httpx
 
-from adapters.embeddings import LocalMiniLM
 from bench.projection import on_local_stack
-from config.settings import Settings
-from memlog.processes import start_api
+from memlog.adapters.embeddings import LocalMiniLM
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_api
 from memlog.services import open_services
 from projections.facts import TENANT_KNOWLEDGE, Fact, SubjectFacts
 from projections.position import Position

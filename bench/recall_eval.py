@@ -393,7 +393,7 @@ async def evaluate(url: str, token: str | None, args: argparse.Namespace, embedd
 
 def embeddings_setting(choice: str) -> str:
     """MEMLOG_EMBEDDINGS for the processes started: `auto` where the settings know it, else `local`."""
-    from config.settings import Settings
+    from memlog.config.settings import Settings
 
     if choice == "none":
         return "none"
@@ -441,8 +441,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
 
     from bench.projection import on_local_stack
-    from config.settings import Settings
-    from memlog.processes import start_api, start_worker
+    from memlog.config.settings import Settings
+    from memlog.dev.processes import start_api, start_worker
     from streams.topics import ensure_topics
 
     embeddings = embeddings_setting(args.embeddings)

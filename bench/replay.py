@@ -27,8 +27,8 @@ from aiokafka import AIOKafkaProducer
 
 from bench.projection import consume_rate, line, on_local_stack
 from bench.soak import CpuMeter, local_pids
-from config.settings import Settings
-from memlog.localstack import LocalStack
+from memlog.config.settings import Settings
+from memlog.dev.localstack import LocalStack
 from memlog.services import open_services
 from projections.tokens import TokenCounter, load_encoding
 from schemas.events import (

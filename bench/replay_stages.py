@@ -25,10 +25,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from adapters.redis_store import RedisSessionStore
-from adapters.wiring import make_codec
 from bench.replay import exchange_payload
-from config.settings import Settings
+from memlog.adapters.redis_store import RedisSessionStore
+from memlog.adapters.wiring import make_codec
+from memlog.config.settings import Settings
 from projections.position import Position
 from projections.sealing import new_data_key, open_sealed, seal, sealed_key_id
 from projections.session import Loaded, ThreadPolicy, plan_batch

@@ -188,8 +188,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from bench.projection import on_local_stack
-    from config.settings import Settings
-    from memlog.processes import start_api, start_worker
+    from memlog.config.settings import Settings
+    from memlog.dev.processes import start_api, start_worker
     from streams.topics import ensure_topics
 
     holder: dict[str, Any] = {}

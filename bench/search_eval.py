@@ -128,7 +128,7 @@ def bm25(docs: Sequence[Sequence[str]]) -> Callable[[Sequence[str]], list[int]]:
 
 
 def minilm() -> Callable[[Sequence[str]], list[list[float]]]:
-    from adapters.minilm import LocalMiniLM
+    from memlog.adapters.minilm import LocalMiniLM
 
     return LocalMiniLM().encode
 
@@ -277,8 +277,8 @@ async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]
 def raw_reads(services: Any, floor: dict[str, list[float]]) -> Raw:
     """The candidate reads memlog's thread and agent searches issue, straight to MongoDB (what
     bench/archives.py times as the floor), their times appended to `floor`."""
-    from adapters.mongo_entries import GROUPS, WITHOUT_TERMS
-    from adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
+    from memlog.adapters.mongo_entries import GROUPS, WITHOUT_TERMS
+    from memlog.adapters.mongo_search import CANDIDATE_FIELDS, MongoArchiveSearch
     from projections.relevance import query_of
 
     entries = services.database[GROUPS]
@@ -343,8 +343,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         holder["result"] = asyncio.run(evaluate(args.url.rstrip("/"), run))
     else:
         from bench.projection import on_local_stack
-        from config.settings import Settings
-        from memlog.processes import start_api, start_worker
+        from memlog.config.settings import Settings
+        from memlog.dev.processes import start_api, start_worker
         from memlog.services import open_services
         from streams.topics import ensure_topics
 

@@ -18,10 +18,10 @@ import sys
 
 import redis.asyncio as aioredis
 
-from adapters.redis_store import RedisSessionStore
 from bench.projection import on_local_stack
 from bench.replay import exchange_payload
-from config.settings import Settings
+from memlog.adapters.redis_store import RedisSessionStore
+from memlog.config.settings import Settings
 from projections.position import Position
 from projections.ready import exchange_fragments
 from projections.session import ThreadKey, ThreadPolicy

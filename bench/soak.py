@@ -34,11 +34,11 @@ from typing import Any
 import aiohttp
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from adapters.connections import kafka_options
-from config.settings import Settings
-from memlog.conversations import conversation_ref
-from memlog.localstack import LocalStack
-from memlog.processes import MemlogProcess, free_port, isolated, start_api, start_worker
+from memlog.adapters.connections import kafka_options
+from memlog.app.conversations import conversation_ref
+from memlog.config.settings import Settings
+from memlog.dev.localstack import LocalStack
+from memlog.dev.processes import MemlogProcess, free_port, isolated, start_api, start_worker
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from schemas.errors import LogUnavailable

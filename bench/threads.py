@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import redis.asyncio as aioredis
 
-from adapters.summarizers import ExtractiveSummarizer
 from bench.projection import latencies, on_local_stack
-from config.settings import Settings
-from memlog.processes import start_api, start_worker
+from memlog.adapters.summarizers import ExtractiveSummarizer
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_api, start_worker
 from memlog.services import open_services
 from projections.session import ThreadKey, plan_fold
 from projections.summary import extractive_summary

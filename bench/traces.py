@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from bench.projection import on_local_stack
-from config.settings import Settings
-from memlog.processes import start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_worker
 from memlog.services import open_services
 from projections.traces import redact_run, trace_document
 from schemas.events import Envelope, ModelStep, RunTraced, TraceToolCall, now_ms, to_record

@@ -11,24 +11,24 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters import connections
-from adapters.embeddings import QuestionEncoder, make_embedder
-from adapters.redis_signals import AppliedSignals
-from adapters.summarizers import make_summarizer
-from adapters.wiring import PrivacyStores, make_codec, open_privacy, open_stores
-from config.settings import Settings
-from memlog.claims import Claims
-from memlog.context import ContextReads
-from memlog.conversations import Conversations
-from memlog.evidence import Evidence
-from memlog.exchanges import Exchanges
-from memlog.memory import Memory
-from memlog.positions import Positions
-from memlog.privacy import SubjectRequests
-from memlog.readiness import ReadinessCheck
-from memlog.replays import Replays
-from memlog.runs import Runs
-from memlog.search import CrossSearch
+from memlog.adapters import connections
+from memlog.adapters.embeddings import QuestionEncoder, make_embedder
+from memlog.adapters.redis_signals import AppliedSignals
+from memlog.adapters.summarizers import make_summarizer
+from memlog.adapters.wiring import PrivacyStores, make_codec, open_privacy, open_stores
+from memlog.app.claims import Claims
+from memlog.app.context import ContextReads
+from memlog.app.conversations import Conversations
+from memlog.app.evidence import Evidence
+from memlog.app.exchanges import Exchanges
+from memlog.app.memory import Memory
+from memlog.app.positions import Positions
+from memlog.app.privacy import SubjectRequests
+from memlog.app.readiness import ReadinessCheck
+from memlog.app.replays import Replays
+from memlog.app.runs import Runs
+from memlog.app.search import CrossSearch
+from memlog.config.settings import Settings
 from projections.cursors import Cursors
 from projections.engines import Summarizer
 from projections.ports import (
@@ -104,7 +104,7 @@ class Services:
     # the current namespace's stores
     @property
     def database(self) -> AsyncDatabase[dict[str, Any]]:
-        database: AsyncDatabase[dict[str, Any]] = self.current.database  # built by adapters.wiring.open_stores
+        database: AsyncDatabase[dict[str, Any]] = self.current.database  # built by memlog.adapters.wiring.open_stores
         return database
 
     @property

@@ -12,11 +12,11 @@ from typing import Any
 import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 
-from adapters import connections
-from adapters.mongo_entries import GROUPS
-from adapters.mongo_store import mongo_errors
-from adapters.redis_store import redis_errors
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.mongo_entries import GROUPS
+from memlog.adapters.mongo_store import mongo_errors
+from memlog.adapters.redis_store import redis_errors
+from memlog.config.settings import Settings
 
 COLLECTIONS = ("archive", GROUPS, "conversations", "facts", "traces", "applied")
 MAX_SHOWN = 200
@@ -32,8 +32,8 @@ class Difference:
         return f"{self.where} {self.key}: {self.problem}"
 
 
-READY_KEYS = ("}:r", "}:t", "}:v", "}:m")  # adapters.redis_store: a thread's ready context, and its meta
-SERVED_KEYS = ("}:e", ":served-marks")  # adapters.redis_store: served marks, and that they are complete
+READY_KEYS = ("}:r", "}:t", "}:v", "}:m")  # memlog.adapters.redis_store: a thread's ready context, and its meta
+SERVED_KEYS = ("}:e", ":served-marks")  # memlog.adapters.redis_store: served marks, and that they are complete
 
 
 async def _redis_values(client: aioredis.Redis, prefix: str) -> dict[str, Any]:

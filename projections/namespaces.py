@@ -31,7 +31,7 @@ STALE_SECONDS = 120.0
 
 # Letters, digits, '-' and '_': a namespace is a Redis key prefix component (SCANned by prefix when it
 # is dropped, so no ':' or glob character) and part of a MongoDB database name (under 64 bytes). The
-# configured one is at most 32 (config.settings), so a replay's `<namespace>-r<14 digits>` fits.
+# configured one is at most 32 (memlog.config.settings), so a replay's `<namespace>-r<14 digits>` fits.
 NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
 
 

@@ -1,5 +1,5 @@
 """The interfaces every store implements, one per store class. Each has a contract test suite in
-tests/contracts/, run against its in-memory implementation (adapters/in_memory/) and its Redis or
+tests/contracts/, run against its in-memory implementation (memlog/adapters/in_memory/) and its Redis or
 MongoDB one.
 
 Every projection write carries the log position of the event that caused it and is applied only if

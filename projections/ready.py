@@ -11,7 +11,7 @@ concatenations. Pure: the stores keep the fragments, these rules make them.
 What depends on more than the thread is made at read time, never stored: the summary's lead with its
 loss notice (from the head and the thread's key: a fold changes it, and it comes first), and the
 evidence of tool calls (seed 004: the runs that served them, from the traces, and an unanswered call's
-status, from the clock), which `memlog/evidence.py` splices into the views when there is any.
+status, from the clock), which `memlog/app/evidence.py` splices into the views when there is any.
 """
 
 from __future__ import annotations

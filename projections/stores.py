@@ -1,4 +1,4 @@
-"""`Stores`: the projection stores of one namespace, each by its port. adapters/wiring.py builds them (the
+"""`Stores`: the projection stores of one namespace, each by its port. memlog/adapters/wiring.py builds them (the
 one place that knows the classes behind the ports); a use case takes them by these names alone."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ async def prepare_all(prepares: tuple[Prepare, ...]) -> None:
 @dataclass(frozen=True)
 class Stores:
     """The projection stores of one namespace (a Redis key prefix and a MongoDB database), each by its
-    port; only adapters/wiring.py knows the classes behind them."""
+    port; only memlog/adapters/wiring.py knows the classes behind them."""
 
     namespace: str
     database: Any  # the namespace's MongoDB database (a pymongo AsyncDatabase; only the composition root reads it)

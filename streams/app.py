@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import faust
 
-from adapters.connections import faust_credentials
-from config.settings import Settings
+from memlog.adapters.connections import faust_credentials
+from memlog.config.settings import Settings
 
 
 def create_app(settings: Settings) -> faust.App:

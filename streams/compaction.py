@@ -19,8 +19,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 
-from adapters.maintenance import compact_mongo, rewrite_redis
-from config.settings import Settings
+from memlog.adapters.maintenance import compact_mongo, rewrite_redis
+from memlog.config.settings import Settings
 from projections.ports import Clock, Ledger, NamespaceRegistry, utc_now
 from schemas.errors import StoreUnavailable
 from streams.metrics import Metrics

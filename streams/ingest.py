@@ -18,8 +18,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.records_to_delete import RecordsToDelete
 from aiokafka.errors import KafkaError
 
-from adapters.connections import kafka_options
-from config.settings import Settings
+from memlog.adapters.connections import kafka_options
+from memlog.config.settings import Settings
 from projections.ports import Ledger
 from schemas.codec import Codec
 from schemas.errors import DecodeError, InvalidEvent, LogUnavailable, StoreUnavailable

@@ -17,7 +17,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from projections.namespaces import NamespaceEntry, due_for_drop, valid_name, why_not_drop
 from projections.ports import Clock, NamespacePointer, NamespaceRegistry, utc_now
 from schemas.errors import Conflict, NotFound, StoreRefused, StoreUnavailable
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class NamespaceStores(NamespaceData, Protocol):
-    """A namespace's stores that can also delete the whole namespace (adapters.wiring.Stores is one)."""
+    """A namespace's stores that can also delete the whole namespace (memlog.adapters.wiring.Stores is one)."""
 
     async def drop(self) -> None: ...
 
@@ -43,7 +43,7 @@ class Namespaces:
         settings: the configured settings: app id, base namespace, grace period.
         pointer: the namespace pointer, the truth about which namespace is active.
         registry: the namespaces recorded.
-        open_stores: a namespace's stores over the process's clients (adapters.wiring.open_stores).
+        open_stores: a namespace's stores over the process's clients (memlog.adapters.wiring.open_stores).
         databases: the MongoDB database names on the server, to find namespaces made before the registry.
         clock: the time the grace period is measured against (the registry's own clock dates entries).
     """

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from adapters.connections import kafka_options
-from config.settings import Settings
+from memlog.adapters.connections import kafka_options
+from memlog.config.settings import Settings
 from schemas.errors import LogUnavailable
 
 REQUEST_TIMEOUT_MS = 10_000

@@ -21,8 +21,8 @@ from aiokafka.errors import (
 from aiokafka.partitioner import DefaultPartitioner
 from opentelemetry.trace import SpanKind
 
-from adapters.connections import kafka_options
-from config.settings import Settings
+from memlog.adapters.connections import kafka_options
+from memlog.config.settings import Settings
 from projections.position import Position
 from projections.redaction import Redactor
 from projections.traces import redact_run, sampled

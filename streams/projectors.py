@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.embeddings import make_embedder
-from config.settings import Settings
+from memlog.adapters.embeddings import make_embedder
+from memlog.config.settings import Settings
 from projections.ports import Checkpoints, SessionStore
 from projections.stores import Stores
 from projections.thread_memory import ThreadMemory

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from adapters import connections
-from adapters.wiring import make_codec, open_privacy, open_stores
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.wiring import make_codec, open_privacy, open_stores
+from memlog.config.settings import Settings
 from projections.stores import Stores
 from schemas.codec import Codec
 from streams.metrics import Metrics

@@ -39,9 +39,9 @@ from typing import Any, TextIO
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from adapters.mongo_lease import MongoReplayLease
-from adapters.wiring import open_privacy
-from config.settings import Settings
+from memlog.adapters.mongo_lease import MongoReplayLease
+from memlog.adapters.wiring import open_privacy
+from memlog.config.settings import Settings
 from projections.namespaces import HEARTBEAT_SECONDS, valid_name
 from projections.ports import Ledger, NamespaceRegistry
 from projections.position import Position

@@ -11,8 +11,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from adapters.connections import kafka_options
-from config.settings import Settings
+from memlog.adapters.connections import kafka_options
+from memlog.config.settings import Settings
 from schemas.errors import LogUnavailable, ServiceSetupError
 
 log = logging.getLogger(__name__)

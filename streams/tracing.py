@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 
 PROPAGATOR = TraceContextTextMapPropagator()
 HEADERS = ("traceparent", "tracestate")

@@ -18,10 +18,10 @@ from typing import Any
 import faust
 from aiokafka.errors import KafkaError
 
-from adapters import connections
-from adapters.summarizers import make_summarizer
-from adapters.wiring import PrivacyStores, database_names, make_codec, open_privacy, open_stores
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.summarizers import make_summarizer
+from memlog.adapters.wiring import PrivacyStores, database_names, make_codec, open_privacy, open_stores
+from memlog.config.settings import Settings
 from projections.stores import Stores
 from schemas.codec import Codec
 from schemas.errors import LogUnavailable, StoreUnavailable

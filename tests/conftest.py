@@ -14,11 +14,11 @@ import pytest
 import redis.asyncio as aioredis
 from hypothesis import settings as hypothesis_settings
 
-from config.settings import Settings
-from memlog.localstack import LocalStack
-from memlog.localstack.cluster import LocalRedisCluster
-from memlog.localstack.kafka_cluster import LocalKafkaCluster
-from memlog.processes import isolated
+from memlog.config.settings import Settings
+from memlog.dev.localstack import LocalStack
+from memlog.dev.localstack.cluster import LocalRedisCluster
+from memlog.dev.localstack.kafka_cluster import LocalKafkaCluster
+from memlog.dev.processes import isolated
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
@@ -133,7 +133,7 @@ def count_tokens() -> TokenCounter:
 
 @pytest.fixture(scope="session")
 def redis_cluster(stack: Settings) -> Iterator[str]:
-    """A local 3-master Redis Cluster (memlog.localstack.cluster), started if missing; its URL."""
+    """A local 3-master Redis Cluster (memlog.dev.localstack.cluster), started if missing; its URL."""
     cluster = LocalRedisCluster(stack)
     started = cluster.up()
     yield cluster.url
@@ -142,7 +142,7 @@ def redis_cluster(stack: Settings) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def kafka_cluster(stack: Settings) -> Iterator[LocalKafkaCluster]:
-    """A local 3-node KRaft cluster (memlog.localstack.kafka_cluster), started if missing; stopped if started here."""
+    """A 3-node KRaft cluster (memlog.dev.localstack.kafka_cluster), started if missing; stopped if started here."""
     cluster = LocalKafkaCluster(stack)
     started = cluster.up()
     yield cluster

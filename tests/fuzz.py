@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.settings import Settings
-from memlog.processes import free_port, isolated, start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, isolated, start_api, start_worker
 from streams.topics import ensure_topics
 
 ROOT = Path(__file__).resolve().parents[1]

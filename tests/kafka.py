@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 
 
 async def consume_all(settings: Settings, topic: str, expected: int) -> list[tuple[int, int, bytes, bytes]]:

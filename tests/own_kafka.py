@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from config.settings import Settings
-from memlog.localstack import Kafka
-from memlog.processes import free_port
+from memlog.config.settings import Settings
+from memlog.dev.localstack import Kafka
+from memlog.dev.processes import free_port
 
 
 @contextmanager

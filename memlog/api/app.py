@@ -11,7 +11,6 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from config.settings import Settings
 from memlog.api import handlers
 from memlog.api.guard import RequestGuard
 from memlog.api.mcp_http import McpEndpoint
@@ -19,7 +18,8 @@ from memlog.api.openapi import describe_names
 from memlog.api.routers import context, conversations, exchanges, facts, health, knowledge, privacy, replays, runs
 from memlog.api.shortcut import ContextShortcut
 from memlog.api.telemetry import HttpMetrics
-from memlog.credentials import Credentials
+from memlog.app.credentials import Credentials
+from memlog.config.settings import Settings
 from memlog.services import Services, open_services
 from schemas.errors import ServiceSetupError, StoreUnavailable
 from streams.metrics import Metrics

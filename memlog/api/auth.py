@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Depends, Request
 
-from memlog.credentials import Credentials
+from memlog.app.credentials import Credentials
 
 
 def credentials_of(request: Request) -> Credentials:

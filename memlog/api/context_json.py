@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from pydantic_core import to_json
 
 from memlog.api.models import FactOut, SummaryNotice
-from memlog.context import ReadyContext
+from memlog.app.context import ReadyContext
 
 _FACTS: TypeAdapter[list[FactOut]] = TypeAdapter(list[FactOut])
 NOT_MODIFIED: dict[int | str, dict[str, Any]] = {

@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlog.api.handlers import Refusal, problem, unauthorized
-from memlog.credentials import Credentials
+from memlog.app.credentials import Credentials
 from schemas.errors import Unauthorized
 from schemas.limits import MAX_JSON_DEPTH, JsonProblem, json_problem
 

@@ -32,7 +32,7 @@ from schemas.errors import (
 log = logging.getLogger(__name__)
 
 # Sent with every 503 (the log or a store is away, a read has not caught up, an erasure is running) and
-# with the 409 of an idempotency key that another attempt holds (memlog/exchanges.py: how long it can).
+# with the 409 of an idempotency key that another attempt holds (memlog/app/exchanges.py: how long it can).
 RETRY_AFTER_SECONDS = "2"
 RETRY = {"Retry-After": RETRY_AFTER_SECONDS}
 ECHO_CHARS = 200  # a refusal quotes at most this much of a text it was sent

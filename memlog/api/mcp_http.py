@@ -1,5 +1,5 @@
 """MCP over streamable HTTP at MCP_PATH: the credential must be bound to the path's tenant (an operator's
-may serve any), and the path's subject and agent bind every tool call of the request (memlog.mcp_bound).
+may serve any), and the path's subject and agent bind every tool call of the request (memlog.mcp.bound).
 Stateless: each request is checked and bound on its own, so no session outlives its credential."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from memlog.api.handlers import answer_for
-from memlog.credentials import Credentials
-from memlog.mcp_bound import BOUND, Binding, build_bound_mcp
-from memlog.memory import Memory
+from memlog.app.credentials import Credentials
+from memlog.app.memory import Memory
+from memlog.mcp.bound import BOUND, Binding, build_bound_mcp
 from schemas.errors import MemlogError
 from schemas.events import check_name
 

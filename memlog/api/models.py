@@ -9,9 +9,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from config.settings import MAX_REPLAY_WORKERS
-from memlog.context import ThreadContext
-from memlog.runs import Run, RunStep, RunToolCall
+from memlog.app.context import ThreadContext
+from memlog.app.runs import Run, RunStep, RunToolCall
+from memlog.config.settings import MAX_REPLAY_WORKERS
 from schemas.exchanges import AnswerPart, QuestionPart, ReportedExchange, Route, ToolCallPart, ToolUse
 from schemas.limits import INT32_MAX, INT64_MAX
 

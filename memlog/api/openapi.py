@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memlog.positions import LAGGING_TOPICS
+from memlog.app.positions import LAGGING_TOPICS
 from projections.position import token_pattern
 from schemas.events import MAX_NAME_LENGTH
 

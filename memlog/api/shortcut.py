@@ -20,8 +20,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlog.api.context_json import context_answer
 from memlog.api.handlers import answer_for, where_in
-from memlog.context import ReadyContext
-from memlog.credentials import Credentials
+from memlog.app.context import ReadyContext
+from memlog.app.credentials import Credentials
 from memlog.services import Services
 
 ROUTE_TEMPLATE = "memlog.route_template"

@@ -11,10 +11,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from config.settings import Settings
 from memlog.cli.parser import build_parser
 from memlog.cli.remote import NOT_APPLIED, REFUSED, UNAVAILABLE
 from memlog.cli.stack import api, dev, up
+from memlog.config.settings import Settings
 from schemas.errors import LogUnavailable, MemlogError, NotCaughtUp, StoreUnavailable
 
 
@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "api":
             return api(settings)
         if args.command == "mcp":
-            from memlog.mcp_server import run_mcp
+            from memlog.mcp.server import run_mcp
 
             logging.getLogger().handlers.clear()  # stdout carries the protocol; logs go to stderr only
             logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"new session for {args.subject} in {args.tenant}: {position}")
             return 0
         if args.command == "demo":
-            from memlog.demo import run_demo
+            from memlog.dev.demo import run_demo
 
             logging.getLogger("httpx").setLevel(logging.WARNING)
             asyncio.run(run_demo(settings, args.url))

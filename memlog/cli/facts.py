@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from memlog.services import CLI_PRODUCER, open_services
 from schemas.errors import InvalidEvent
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from memlog.services import open_services
 from projections.namespaces import drop_after
 from schemas.errors import InvalidEvent

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from config.settings import Settings
+from memlog.app.privacy import Requested
+from memlog.app.replays import projections_named
 from memlog.cli.remote import DIFFERENCES
-from memlog.privacy import Requested
-from memlog.replays import projections_named
+from memlog.config.settings import Settings
 from memlog.services import CLI_PRODUCER, open_services
 from schemas.errors import InvalidEvent, NotCaughtUp
 
@@ -82,8 +82,8 @@ async def compact_storage(settings: Settings) -> list[str]:
     """After erasures: the privacy database (the deleted data keys) and the database of every namespace of
     this app the registry holds are compacted, and Redis rewrites its files (docs/operators/erasure.md, "What an erasure
     removes")."""
-    from adapters import connections
-    from adapters.wiring import open_privacy
+    from memlog.adapters import connections
+    from memlog.adapters.wiring import open_privacy
     from streams import compaction
 
     mongo, redis = connections.mongo(settings), connections.redis_client(settings)

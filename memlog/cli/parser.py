@@ -7,8 +7,8 @@ import os
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from config.settings import MAX_REPLAY_WORKERS
 from memlog.cli.schemas import LEVELS
+from memlog.config.settings import MAX_REPLAY_WORKERS
 
 
 def build_parser() -> argparse.ArgumentParser:

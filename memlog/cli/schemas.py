@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from schemas.catalog import Catalog
 from schemas.errors import InvalidEvent
 from schemas.registry import HttpSchemaRegistry

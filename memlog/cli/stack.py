@@ -13,11 +13,11 @@ import time
 
 import httpx
 
-from config.settings import Settings
-from memlog.localstack import LocalStack
-from memlog.localstack.cluster import LocalRedisCluster
-from memlog.localstack.kafka_cluster import LocalKafkaCluster
-from memlog.supervisor import Supervised
+from memlog.config.settings import Settings
+from memlog.dev.localstack import LocalStack
+from memlog.dev.localstack.cluster import LocalRedisCluster
+from memlog.dev.localstack.kafka_cluster import LocalKafkaCluster
+from memlog.dev.supervisor import Supervised
 from schemas.errors import MemlogError
 
 
@@ -111,7 +111,7 @@ def up(settings: Settings) -> int:
 
     The workers run in the sets of MEMLOG_UP_WORKER_SETS, one process each, each in a consumer group of
     its own with its own watchdog. A worker that exits with a failure (its watchdog's code 75, a signal)
-    is started again after a delay that doubles up to 30 s (memlog/supervisor.py), and no other set is
+    is started again after a delay that doubles up to 30 s (memlog/dev/supervisor.py), and no other set is
     touched; a worker that stops on purpose (exit 0), or the API exiting, stops everything.
     """
     workers = supervised_workers(settings)

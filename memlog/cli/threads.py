@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from config.settings import Settings
-from memlog.conversations import conversation_ref
+from memlog.app.conversations import conversation_ref
+from memlog.config.settings import Settings
 from memlog.services import CLI_PRODUCER, open_services
 from schemas.errors import InvalidEvent
 from schemas.events import check_name, now_ms

@@ -1,4 +1,4 @@
-"""The MongoDB archive's groups (adapters/mongo_entries.py) on the MongoDB-protocol server: the same
+"""The MongoDB archive's groups (memlog/adapters/mongo_entries.py) on the MongoDB-protocol server: the same
 documents whatever the batches and redeliveries, entries archived one document each before issue 16
 moved into groups, an exchange too large for one document split, an entry id repeated in a later
 group dropped as a repeated append is."""
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from adapters.mongo_archives import MongoConversationArchive
-from adapters.mongo_entries import GROUPS, LEGACY_ENTRIES, conversation_id
-from adapters.mongo_postings import POSTINGS
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.mongo_archives import MongoConversationArchive
+from memlog.adapters.mongo_entries import GROUPS, LEGACY_ENTRIES, conversation_id
+from memlog.adapters.mongo_postings import POSTINGS
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.archives import NEVER, ConversationRef, plan_archive
 from projections.position import Position
 from schemas.events import (
@@ -233,7 +233,7 @@ async def test_a_batch_redelivered_after_a_rename_leaves_the_moved_entries_as_th
 async def test_postings_follow_their_entries_through_a_rename_and_a_purge(
     database: AsyncDatabase[dict[str, Any]],
 ) -> None:
-    """Postings (adapters/mongo_postings.py) hold words of a subject's text: a rename moves them with their
+    """Postings (memlog/adapters/mongo_postings.py) hold words of a subject's text: a rename moves them with their
     groups, a purge (thread deletion, retention) deletes them; a redelivery writes none twice."""
     store = MongoConversationArchive(database)
     await store.prepare()

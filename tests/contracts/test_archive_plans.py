@@ -1,5 +1,5 @@
 """Every query the MongoDB archive sends to its entries reads an index on the MongoDB-protocol server
-(adapters/mongo_scans.py): the whole ConversationArchive contract runs again with the driver's command
+(memlog/adapters/mongo_scans.py): the whole ConversationArchive contract runs again with the driver's command
 events recorded, and each filter it sent (finds, updates, deletes) is explained afterwards. A
 collection scan there costs 30 to 45 s once the archive holds half a million entries."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStartedEvent, CommandSucceededEvent
 
-from adapters.mongo_archives import MongoConversationArchive
-from adapters.mongo_entries import GROUPS
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.mongo_archives import MongoConversationArchive
+from memlog.adapters.mongo_entries import GROUPS
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.ports import ConversationArchive
 from tests.contracts.conversation_archive import ConversationArchiveContract
 
@@ -62,7 +62,7 @@ class TestEveryArchiveQueryReadsAnIndex(ConversationArchiveContract):
             for query, sort in sent.filters:
                 if isinstance(query.get("_id"), str):
                     # an update of one group names its shard key beside `_id`: SecantusDB's explain says
-                    # COLLSCAN, but it reads an `_id` equality by `_id` (adapters/mongo_groups.thread_of)
+                    # COLLSCAN, but it reads an `_id` equality by `_id` (memlog/adapters/mongo_groups.thread_of)
                     continue
                 command: dict[str, Any] = {"find": GROUPS, "filter": query, **({"sort": sort} if sort else {})}
                 plan = await database.command("explain", command)
@@ -73,7 +73,7 @@ class TestEveryArchiveQueryReadsAnIndex(ConversationArchiveContract):
 
 
 async def test_a_filter_naming_a_field_outside_the_index_is_a_scan_there(settings: Settings) -> None:
-    """The check above can fail: the filters the archive sent before adapters/mongo_scans.py scan."""
+    """The check above can fail: the filters the archive sent before memlog/adapters/mongo_scans.py scan."""
     client = mongo_client(settings.mongo)
     database = client[settings.mongo_db_name]
     try:

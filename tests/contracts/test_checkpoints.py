@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryCheckpoints
-from adapters.mongo_store import MongoCheckpoints, mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryCheckpoints
+from memlog.adapters.mongo_store import MongoCheckpoints, mongo_client
+from memlog.config.settings import Settings
 from tests.contracts.checkpoints import CheckpointsContract, Open
 
 

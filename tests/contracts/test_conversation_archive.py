@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryConversationArchive
-from adapters.mongo_archives import MongoConversationArchive
-from adapters.mongo_entries import GROUPS
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryConversationArchive
+from memlog.adapters.mongo_archives import MongoConversationArchive
+from memlog.adapters.mongo_entries import GROUPS
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.archives import NEVER
 from projections.ports import ConversationArchive
 from schemas.events import (

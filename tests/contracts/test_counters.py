@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.connections import redis_client
-from adapters.in_memory import InMemoryCounters
-from adapters.redis_store import RedisCounters
-from config.settings import Settings
+from memlog.adapters.connections import redis_client
+from memlog.adapters.in_memory import InMemoryCounters
+from memlog.adapters.redis_store import RedisCounters
+from memlog.config.settings import Settings
 from tests.contracts.counters import CountersContract, Open
 
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryExports
-from adapters.mongo_privacy import PART_BYTES, MongoExports
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryExports
+from memlog.adapters.mongo_privacy import PART_BYTES, MongoExports
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.ports import Exports
 from tests.contracts.exports import PART, ExportsContract, chunks, read
 

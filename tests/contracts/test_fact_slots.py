@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryFactSlots
-from adapters.mongo_store import MongoFactSlots, mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryFactSlots
+from memlog.adapters.mongo_store import MongoFactSlots, mongo_client
+from memlog.config.settings import Settings
 from projections.ports import FactSlots
 from tests.contracts.clocks import Clock
 from tests.contracts.fact_slots import FactSlotsContract

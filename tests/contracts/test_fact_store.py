@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryFactStore
-from adapters.mongo_store import MongoCheckpoints, MongoFactStore, mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryFactStore
+from memlog.adapters.mongo_store import MongoCheckpoints, MongoFactStore, mongo_client
+from memlog.config.settings import Settings
 from projections.ports import FactStore
 from tests.contracts.fact_store import FactStoreContract
 

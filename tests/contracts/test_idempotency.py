@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryIdempotency
-from adapters.mongo_idempotency import MongoIdempotency
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryIdempotency
+from memlog.adapters.mongo_idempotency import MongoIdempotency
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.ports import Idempotency
 from tests.contracts.clocks import Clock
 from tests.contracts.idempotency import ACCEPTED, ANN, TTL_SECONDS, IdempotencyContract

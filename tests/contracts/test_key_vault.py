@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryKeyVault, WrappedKey
-from adapters.mongo_privacy import MongoKeyVault
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryKeyVault, WrappedKey
+from memlog.adapters.mongo_privacy import MongoKeyVault
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from tests.contracts.key_vault import MASTER, KeyVaultContract, Open
 
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryLedger
-from adapters.mongo_privacy import MongoLedger
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryLedger
+from memlog.adapters.mongo_privacy import MongoLedger
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.ports import Ledger
 from tests.contracts.clocks import Clock
 from tests.contracts.ledger import MASTER, LedgerContract

@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryNamespacePointer
-from adapters.mongo_lease import LEASE_SECONDS, MongoReplayLease
-from adapters.mongo_privacy import MongoNamespacePointer
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryNamespacePointer
+from memlog.adapters.mongo_lease import LEASE_SECONDS, MongoReplayLease
+from memlog.adapters.mongo_privacy import MongoNamespacePointer
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from schemas.errors import Conflict
 from tests.contracts.namespace_pointer import NamespacePointerContract, Open
 

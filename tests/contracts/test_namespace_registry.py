@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryNamespaceRegistry
-from adapters.mongo_privacy import MongoNamespaceRegistry
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryNamespaceRegistry
+from memlog.adapters.mongo_privacy import MongoNamespaceRegistry
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from tests.contracts.clocks import Clock
 from tests.contracts.namespace_registry import NamespaceRegistryContract, Open
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters import connections
-from adapters.redis_store import STORED_FORMAT, RedisSessionStore, served_key, thread_base
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.redis_store import STORED_FORMAT, RedisSessionStore, served_key, thread_base
+from memlog.config.settings import Settings
 from projections.folded import Folded
 from projections.position import Position
 from projections.ready import ReadyThread

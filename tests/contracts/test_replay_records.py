@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryReplayRecords
-from adapters.mongo_privacy import MongoReplayRecords
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryReplayRecords
+from memlog.adapters.mongo_privacy import MongoReplayRecords
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from projections.ports import ReplayRecords
 from tests.contracts.replay_records import ReplayRecordsContract
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.connections import redis_client
-from adapters.in_memory import InMemorySessionStore
-from adapters.redis_store import STORED_FORMAT, RedisSessionStore, lines_index, thread_base
-from config.settings import Settings
+from memlog.adapters.connections import redis_client
+from memlog.adapters.in_memory import InMemorySessionStore
+from memlog.adapters.redis_store import STORED_FORMAT, RedisSessionStore, lines_index, thread_base
+from memlog.config.settings import Settings
 from projections.ports import SessionStore, ThreadKey
 from projections.position import Position
 from projections.session import (

@@ -10,10 +10,10 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters import connections
-from adapters.in_memory import InMemorySessionStore
-from adapters.redis_store import RedisSessionStore
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.in_memory import InMemorySessionStore
+from memlog.adapters.redis_store import RedisSessionStore
+from memlog.config.settings import Settings
 from projections.ports import SessionStore
 from projections.position import Position
 from projections.session import Exchange, SessionChange, SessionWrite, ThreadKey, ThreadPolicy, thread_key

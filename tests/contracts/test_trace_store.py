@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.in_memory import InMemoryTraceStore
-from adapters.mongo_store import MongoCheckpoints, MongoTraceStore, mongo_client
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryTraceStore
+from memlog.adapters.mongo_store import MongoCheckpoints, MongoTraceStore, mongo_client
+from memlog.config.settings import Settings
 from projections.ports import TraceStore
 from tests.contracts.trace_store import TraceStoreContract
 

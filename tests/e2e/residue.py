@@ -10,8 +10,8 @@ import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from schemas.errors import DecodeError

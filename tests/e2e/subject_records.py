@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import redis.asyncio as aioredis
 
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
 from schemas.events import now_ms
 
 TENANT = "castle"

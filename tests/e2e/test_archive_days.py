@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import StartMemlog
 
 TENANT = "castle-tz"

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import settings_env
 from tests.e2e.conftest import StartMemlog, exchange, post_exchange
 from tests.kafka import end_offsets
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from memlog_client import AsyncMemlogClient, Calls, Conflict, Forbidden, Invalid, MemlogClient, Position
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import memlog, own_settings
 
 ROOT = Path(__file__).resolve().parents[2]

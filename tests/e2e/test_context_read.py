@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.connections import redis_client
-from adapters.redis_store import thread_base
-from config.settings import Settings
+from memlog.adapters.connections import redis_client
+from memlog.adapters.redis_store import thread_base
 from memlog.api.models import Context
+from memlog.config.settings import Settings
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from schemas.events import now_ms

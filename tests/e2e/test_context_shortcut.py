@@ -16,9 +16,9 @@ import pytest
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
-from config.settings import Settings
 from memlog.api.app import create_api
 from memlog.api.shortcut import ContextShortcut
+from memlog.config.settings import Settings
 from memlog.services import open_services
 from tests.e2e.conftest import memlog, own_settings
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from config.settings import Settings
-from memlog.processes import free_port, start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.e2e.conftest import LOGS, api_client

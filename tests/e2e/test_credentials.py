@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import api_client, memlog, own_settings
 
 PUBLIC = {("get", "/healthz"), ("get", "/readyz"), ("get", "/v1/tools")}

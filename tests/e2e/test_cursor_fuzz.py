@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from projections.archives import binding
 from projections.calendar import zone
 from projections.cursors import Cursors

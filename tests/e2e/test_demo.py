@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import settings_env
 from tests.e2e.conftest import memlog, own_settings
 
 

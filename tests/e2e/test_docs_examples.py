@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import settings_env
 from tests.e2e.conftest import memlog, own_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from config.settings import Settings
-from memlog.processes import free_port
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import now_ms

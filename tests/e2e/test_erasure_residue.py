@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import run_cli
+from memlog.config.settings import Settings
+from memlog.dev.processes import run_cli
 from schemas.events import now_ms
 from tests.e2e.conftest import api_client, memlog, own_settings
 from tests.e2e.residue import scan_everything

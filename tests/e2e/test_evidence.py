@@ -14,9 +14,9 @@ import pytest
 from pymongo import monitoring
 from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStartedEvent, CommandSucceededEvent
 
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
-from memlog.processes import free_port, run_cli
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, run_cli
 from memlog.services import open_services
 from schemas.events import now_ms
 from tests.e2e.conftest import StartMemlog, api_client, memlog, own_settings

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import free_port, settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, settings_env
 from memlog.services import open_services
 from schemas.events import Envelope, FactRemembered, QuestionAsked, now_ms
 from tests.e2e.conftest import StartMemlog, api_client, memlog, own_settings

@@ -24,11 +24,11 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from adapters.mongo_entries import GROUPS, entry_docs
-from adapters.mongo_store import MongoCheckpoints, mongo_client
-from config.settings import Settings
-from memlog.localstack import LocalStack
-from memlog.processes import free_port, start_api, start_worker
+from memlog.adapters.mongo_entries import GROUPS, entry_docs
+from memlog.adapters.mongo_store import MongoCheckpoints, mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.localstack import LocalStack
+from memlog.dev.processes import free_port, start_api, start_worker
 from memlog.services import open_services
 from schemas.errors import LogUnavailable, StoreUnavailable
 from streams.producer import EventProducer

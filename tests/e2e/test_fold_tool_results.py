@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from projections.tool_results import HEADING
 from tests.e2e.conftest import StartMemlog, context_of, post_exchange
 

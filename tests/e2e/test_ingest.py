@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import memlog, own_settings
 from tests.e2e.residue import Scan, scan_kafka
 

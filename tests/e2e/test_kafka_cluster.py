@@ -1,4 +1,4 @@
-"""memlog on a local 3-broker KRaft cluster (memlog.localstack.kafka_cluster): its topics are created with
+"""memlog on a local 3-broker KRaft cluster (memlog.dev.localstack.kafka_cluster): its topics are created with
 replication factor 3 and min.insync.replicas 2, and a broker killed mid-stream (SIGKILL) loses nothing
 and doubles nothing.
 
@@ -26,8 +26,8 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from config.settings import Settings
-from memlog.localstack.kafka_cluster import LocalKafkaCluster
+from memlog.config.settings import Settings
+from memlog.dev.localstack.kafka_cluster import LocalKafkaCluster
 from tests.e2e.conftest import LOGS, api_client, memlog, own_settings
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import memlog, own_settings
 
 IDLE_SECONDS = 6.0  # past uvicorn's default keep-alive

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import StartMemlog, context_of
 
 T = "realm"

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import StartMemlog
 
 TENANT = f"castle-ledger-{uuid.uuid4().hex[:8]}"  # the ledger lives in the shared privacy database

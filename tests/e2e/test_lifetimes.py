@@ -24,9 +24,9 @@ import redis.asyncio as aioredis
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
-from memlog.processes import free_port
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port
 from schemas.events import now_ms
 from tests.e2e.conftest import StartMemlog
 

@@ -19,7 +19,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import memlog, own_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import Settings
-from memlog.localstack import port_open
-from memlog.processes import free_port
+from memlog.config.settings import Settings
+from memlog.dev.localstack import port_open
+from memlog.dev.processes import free_port
 from tests.e2e.conftest import api_client, memlog, own_settings
 
 TENANT = "castle-outage"

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
-from memlog.processes import run_cli
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.processes import run_cli
 from memlog.services import open_services
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
 from tests.e2e.conftest import api_client, memlog, own_settings

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import settings_env
 from tests.e2e.conftest import api_client, memlog, own_settings
 from tests.e2e.reads import until_ok
 

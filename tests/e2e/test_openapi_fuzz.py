@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import LOGS
 from tests.fuzz import fuzz_settings, run_fuzz
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from memlog.services import open_services
 from projections.periods import period_of
 from projections.sealing import open_sealed

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from adapters.mongo_privacy import KEYS_PER_QUERY
-from config.settings import Settings
-from memlog.processes import free_port, run_cli
+from memlog.adapters.mongo_privacy import KEYS_PER_QUERY
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, run_cli
 from memlog.services import open_services
 from projections.sealing import SealError, open_sealed
 from streams.replay import Progress, ReplayFailed, _drain_in_processes

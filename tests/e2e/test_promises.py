@@ -20,9 +20,9 @@ import httpx
 import httpx2
 import pytest
 
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
-from memlog.processes import settings_env
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.processes import settings_env
 from tests.e2e.conftest import StartMemlog, context_of, recorded
 
 TENANT = "castle-promises"

@@ -7,8 +7,8 @@ import re
 import time
 import uuid
 
-from config.settings import Settings
-from memlog.processes import start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_api, start_worker
 from streams.topics import ensure_topics
 from tests.e2e.conftest import LOGS, api_client, own_settings
 

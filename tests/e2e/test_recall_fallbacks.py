@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.embeddings import LocalMiniLM
-from config.settings import Settings
-from memlog.processes import free_port, settings_env
+from memlog.adapters.embeddings import LocalMiniLM
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, settings_env
 from memlog.services import open_services
 from projections.facts import SubjectFacts
 from projections.recall import cosine

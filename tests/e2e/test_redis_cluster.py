@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from adapters.connections import redis_client
-from config.settings import Settings
+from memlog.adapters.connections import redis_client
+from memlog.config.settings import Settings
 from tests.e2e.conftest import memlog, own_settings
 
 TENANT = "cluster"

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import free_port, settings_env
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port, settings_env
 from schemas.limits import INT32_MAX, INT64_MAX, MAX_JSON_DEPTH
 from tests.conftest import unique_settings
 from tests.e2e.conftest import api_client, memlog, own_settings

@@ -11,9 +11,9 @@ import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from adapters.redis_store import thread_base
-from config.settings import Settings
-from memlog.processes import start_api, start_worker
+from memlog.adapters.redis_store import thread_base
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_api, start_worker
 from projections.session import ThreadKey
 from streams.topics import ensure_topics
 from tests.e2e.conftest import LOGS, api_client, own_settings

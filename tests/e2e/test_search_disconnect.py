@@ -24,9 +24,9 @@ import httpx
 import pytest
 from pymongo import AsyncMongoClient
 
-from adapters.mongo_entries import GROUPS
-from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api
+from memlog.adapters.mongo_entries import GROUPS
+from memlog.config.settings import Settings
+from memlog.dev.processes import MemlogProcess, free_port, start_api
 from memlog.services import open_services
 from projections.archives import ConversationRef, Entry, index_terms
 from tests.conftest import unique_settings

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from tests.e2e.conftest import api_client, memlog, own_settings
 
 HEADER_SECONDS = 2.0

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.name_clash import LIMIT
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from schemas.events import now_ms
 from tests.e2e.conftest import StartMemlog, context_of, post_exchange
 

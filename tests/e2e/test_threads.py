@@ -15,9 +15,9 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.redis_store import thread_base
-from config.settings import Settings
-from memlog.processes import start_worker
+from memlog.adapters.redis_store import thread_base
+from memlog.config.settings import Settings
+from memlog.dev.processes import start_worker
 from projections.session import ThreadKey
 from projections.tokens import TokenCounter
 from schemas.events import now_ms
@@ -339,7 +339,7 @@ async def test_a_failing_summarizer_loses_nothing_and_the_context_read_folds_pas
 
 
 async def test_the_cli_starts_a_new_session(http: httpx.AsyncClient, live: Settings) -> None:
-    from memlog.processes import settings_env
+    from memlog.dev.processes import settings_env
 
     await post(http, subject="jack", question="before the reset", answer="ok")
     done = await asyncio.create_subprocess_exec(

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from schemas.events import now_ms
 from tests.e2e.conftest import StartMemlog
 from tests.unit.secret_corpus import PLAIN, SHAPED, carried

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import free_port
+from memlog.config.settings import Settings
+from memlog.dev.processes import free_port
 from memlog.services import open_services
 from projections.traces import sampled
 from schemas.events import now_ms

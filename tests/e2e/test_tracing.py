@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from config.settings import Settings
 from memlog.api import create_api
+from memlog.config.settings import Settings
 from memlog.services import open_services
 from streams.metrics import Metrics
 from streams.projector import Record

@@ -15,8 +15,8 @@ import time
 
 import httpx
 
-from config.settings import Settings
-from memlog.processes import WORKER_READY, MemlogProcess, free_port
+from memlog.config.settings import Settings
+from memlog.dev.processes import WORKER_READY, MemlogProcess, free_port
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.e2e.conftest import LOGS, api_client

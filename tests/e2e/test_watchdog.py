@@ -21,10 +21,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.mongo_entries import GROUPS, entry_docs
-from adapters.mongo_store import mongo_client
-from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.adapters.mongo_entries import GROUPS, entry_docs
+from memlog.adapters.mongo_store import mongo_client
+from memlog.config.settings import Settings
+from memlog.dev.processes import MemlogProcess, free_port, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.e2e.conftest import LOGS, api_client

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import Settings
-from memlog.localstack import port_open
-from memlog.processes import WORKER_READY, free_port, isolated, settings_env
+from memlog.config.settings import Settings
+from memlog.dev.localstack import port_open
+from memlog.dev.processes import WORKER_READY, free_port, isolated, settings_env
 
 # Building and installing takes about a minute; the module is left out of `make test-fast`.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -37,8 +37,8 @@ UP_TIMEOUT = 180.0
 # local Kafka's logging configuration come from.
 WHERE = """
 import json, importlib
-from config.settings import Settings
-from memlog.localstack import Kafka, stack_file
+from memlog.config.settings import Settings
+from memlog.dev.localstack import Kafka, stack_file
 from schemas.catalog import AVRO_DIR, HISTORY_DIR
 packages = ["memlog", "streams", "adapters", "config", "projections", "schemas"]
 logging_flag = next(a for a in Kafka(Settings()).command() if a.startswith("-Dlog4j2.configurationFile="))

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from adapters.connections import kafka_options
-from config.settings import Settings
-from memlog.processes import MemlogProcess, start_worker
+from memlog.adapters.connections import kafka_options
+from memlog.config.settings import Settings
+from memlog.dev.processes import MemlogProcess, start_worker
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 from tests.e2e.conftest import LOGS

@@ -12,14 +12,14 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import MemlogProcess, start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import MemlogProcess, start_api, start_worker
 from streams.topics import ensure_topics
 from tests.e2e.conftest import LOGS, api_client, own_settings
 from tests.e2e.reads import archived_questions, until_ok
 
 TENANT = "sets"
-CONTEXT = "sessions,facts"  # what a context read after a threads position waits for (memlog/positions.py)
+CONTEXT = "sessions,facts"  # what a context read after a threads position waits for (memlog/app/positions.py)
 STORES = "archives,traces,privacy"
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.embeddings import LocalMiniLM
 from bench.calibrate_recall import evaluate, questions, similarities
 from bench.recall_eval import FIT_TENANTS, REPORT_TENANTS
+from memlog.adapters.embeddings import LocalMiniLM
 from projections.recall import RecallPolicy
 
 REPORT = Path(__file__).resolve().parents[2] / ".memlog-test" / "recall_eval.txt"

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.redis_signals import AppliedSignals, glob_escaped
-from adapters.redis_store import RedisSessionStore
-from config.settings import Settings
+from memlog.adapters.redis_signals import AppliedSignals, glob_escaped
+from memlog.adapters.redis_store import RedisSessionStore
+from memlog.config.settings import Settings
 from projections.position import Position
 
 

@@ -14,11 +14,11 @@ import pytest
 from pydantic import ValidationError
 from redis.asyncio.connection import SSLConnection
 
-from adapters.connections import faust_credentials, kafka_options, mongo_options, redis_client, redis_options
-from adapters.redis_store import RedisSessionStore
-from config.settings import Settings
-from memlog.localstack import port_open
-from memlog.processes import free_port
+from memlog.adapters.connections import faust_credentials, kafka_options, mongo_options, redis_client, redis_options
+from memlog.adapters.redis_store import RedisSessionStore
+from memlog.config.settings import Settings
+from memlog.dev.localstack import port_open
+from memlog.dev.processes import free_port
 from schemas.errors import ServiceSetupError, StoreUnavailable
 
 

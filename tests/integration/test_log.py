@@ -8,7 +8,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 from memlog.services import Services
 from projections.tokens import TokenCounter
 from schemas.errors import ServiceSetupError

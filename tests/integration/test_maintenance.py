@@ -3,11 +3,11 @@ oplog instead; Redis rewrites its append-only file (or snapshots)."""
 
 from __future__ import annotations
 
-from adapters import connections
-from adapters.maintenance import compact_mongo, rewrite_redis
-from adapters.wiring import open_privacy
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.maintenance import compact_mongo, rewrite_redis
+from memlog.adapters.wiring import open_privacy
 from memlog.cli.operators import compact_storage
+from memlog.config.settings import Settings
 
 
 async def test_compaction_reaches_every_database_of_the_app_and_redis(settings: Settings) -> None:

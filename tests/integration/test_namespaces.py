@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memlog.processes import run_cli
+from memlog.dev.processes import run_cli
 from memlog.services import Services
 from projections.archives import ConversationRef
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS

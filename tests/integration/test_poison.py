@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from adapters import connections
-from adapters.redis_store import thread_base
-from adapters.wiring import make_codec, open_stores
-from config.settings import Settings
+from memlog.adapters import connections
+from memlog.adapters.redis_store import thread_base
+from memlog.adapters.wiring import make_codec, open_stores
+from memlog.config.settings import Settings
 from projections.session import ThreadKey
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, to_record
 from streams.metrics import Metrics

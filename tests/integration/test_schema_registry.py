@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from config.settings import Settings
-from memlog.localstack import SchemaRegistry
+from memlog.config.settings import Settings
+from memlog.dev.localstack import SchemaRegistry
 from memlog.services import make_codec
 from schemas.catalog import Catalog
 from schemas.codec import Codec
@@ -93,7 +93,7 @@ async def test_the_producer_writes_confluent_framed_events_to_kafka(registry_url
 
 
 def test_schemas_register_puts_every_type_in_the_registry_with_its_compatibility(registry_url: str) -> None:
-    from memlog.processes import run_cli
+    from memlog.dev.processes import run_cli
 
     settings = Settings(schema_registry_url=registry_url)
     done = run_cli(settings, "schemas", "register", "--compatibility", "FULL")

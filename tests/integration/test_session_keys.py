@@ -13,8 +13,8 @@ import redis.asyncio as aioredis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.redis_store import RedisSessionStore, lines_index, thread_base
-from config.settings import Settings
+from memlog.adapters.redis_store import RedisSessionStore, lines_index, thread_base
+from memlog.config.settings import Settings
 from projections.ports import ThreadKey
 from projections.position import Position
 from projections.session import SessionWrite, apply_event

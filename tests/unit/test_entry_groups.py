@@ -1,4 +1,4 @@
-"""The archive's groups (adapters/mongo_entries.py) are the same however the log is cut into batches:
+"""The archive's groups (memlog/adapters/mongo_entries.py) are the same however the log is cut into batches:
 each batch continues the conversations' tails that the batch before left, and an exchange's entries
 land in one group until another exchange, an operation or the size bound ends it."""
 
@@ -10,7 +10,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.mongo_entries import (
+from memlog.adapters.mongo_entries import (
     ARRAYS,
     GROUP_BYTES,
     GROUP_ENTRIES,

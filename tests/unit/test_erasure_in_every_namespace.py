@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from adapters.in_memory import (
+from memlog.adapters.in_memory import (
     InMemoryConversationArchive,
     InMemoryExports,
     InMemoryFactSlots,
@@ -22,7 +22,7 @@ from adapters.in_memory import (
     InMemorySessionStore,
     InMemoryTraceStore,
 )
-from config.settings import Settings
+from memlog.config.settings import Settings
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS
 from projections.ports import (
     ConversationArchive,

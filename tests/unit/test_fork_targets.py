@@ -8,8 +8,8 @@ from typing import Any, cast
 
 import pytest
 
-from adapters.in_memory import InMemoryConversationArchive, InMemoryIdempotency
-from memlog.conversations import Conversations
+from memlog.adapters.in_memory import InMemoryConversationArchive, InMemoryIdempotency
+from memlog.app.conversations import Conversations
 from projections.archives import ConversationMeta, ConversationRef, plan_archive
 from projections.cursors import Cursors
 from projections.position import Position

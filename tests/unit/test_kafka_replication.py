@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from config.settings import Settings
-from memlog.localstack import stack_file
-from memlog.localstack.kafka_cluster import LocalKafkaCluster
+from memlog.config.settings import Settings
+from memlog.dev.localstack import stack_file
+from memlog.dev.localstack.kafka_cluster import LocalKafkaCluster
 from streams.topics import topic_configs
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from adapters.in_memory.privacy import InMemoryLedger
-from config.settings import Settings
+from memlog.adapters.in_memory.privacy import InMemoryLedger
+from memlog.config.settings import Settings
 from projections.archives import DAY_MS
 from projections.facts import FactPolicy
 from streams.compaction import COMPACTED, compact_if_due, compaction_due

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-import memlog.localstack
-from config.settings import Settings
-from memlog.localstack import Kafka, stack_file
+import memlog.dev.localstack
+from memlog.config.settings import Settings
+from memlog.dev.localstack import Kafka, stack_file
 from schemas.errors import ServiceSetupError
 
-PACKAGE = Path(memlog.localstack.__file__).resolve().parent
+PACKAGE = Path(memlog.dev.localstack.__file__).resolve().parent
 SHIPPED = [
     ("kafka", "cluster.properties.template"),
     ("kafka", "log4j2.properties"),

@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from config.settings import Settings
 from memlog.api.app import create_api
 from memlog.api.openapi import NAME, POSITION
+from memlog.config.settings import Settings
 
 
 def _spec() -> dict[str, Any]:

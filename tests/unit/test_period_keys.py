@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.in_memory import InMemoryKeyVault, InMemoryLedger
-from config.settings import Settings
+from memlog.adapters.in_memory import InMemoryKeyVault, InMemoryLedger
+from memlog.config.settings import Settings
 from projections.periods import (
     PERIOD_SEALED,
     KeyPeriods,

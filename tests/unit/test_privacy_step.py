@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from adapters.in_memory import (
+from memlog.adapters.in_memory import (
     InMemoryConversationArchive,
     InMemoryExports,
     InMemoryFactSlots,

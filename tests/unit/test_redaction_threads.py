@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.in_memory.stores import InMemorySessionStore
-from config.settings import Settings
+from memlog.adapters.in_memory.stores import InMemorySessionStore
+from memlog.config.settings import Settings
 from projections.position import Position
 from projections.redaction import REDACTED, Redactor
 from schemas.catalog import Catalog

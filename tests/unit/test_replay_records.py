@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from adapters.in_memory import InMemoryReplayLease, InMemoryReplayRecords
-from config.settings import Settings
-from memlog.replays import Replays
+from memlog.adapters.in_memory import InMemoryReplayLease, InMemoryReplayRecords
+from memlog.app.replays import Replays
+from memlog.config.settings import Settings
 from projections.replays import STALE_SECONDS, alive, shown
 from schemas.errors import Conflict
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.in_memory import InMemoryKeyVault
+from memlog.adapters.in_memory import InMemoryKeyVault
 from projections.sealing import (
     PERSONAL,
     SealError,

@@ -1,5 +1,5 @@
 """Search across threads: the snapshot marks, scope, cursors (projections/search.py) and the use case
-(memlog/search.py) on the in-memory archive."""
+(memlog/app/search.py) on the in-memory archive."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import base64
 
 import pytest
 
-from adapters.in_memory import InMemoryCheckpoints, InMemoryConversationArchive
-from memlog.search import CrossSearch
+from memlog.adapters.in_memory import InMemoryCheckpoints, InMemoryConversationArchive
+from memlog.app.search import CrossSearch
 from projections.archives import plan_archive
 from projections.cursors import Cursors
 from projections.position import Position

@@ -11,12 +11,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.in_memory import InMemorySessionStore, InMemoryTraceStore
-from adapters.wiring import mark_served_threads
-from config.settings import Settings
-from memlog.context import ContextReads
-from memlog.evidence import Evidence
-from memlog.positions import Positions
+from memlog.adapters.in_memory import InMemorySessionStore, InMemoryTraceStore
+from memlog.adapters.wiring import mark_served_threads
+from memlog.app.context import ContextReads
+from memlog.app.evidence import Evidence
+from memlog.app.positions import Positions
+from memlog.config.settings import Settings
 from projections.archives import parse_thread, thread_ref
 from projections.position import Position
 from projections.redaction import Redactor

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.in_memory import InMemorySessionStore
+from memlog.adapters.in_memory import InMemorySessionStore
 from projections.position import Position
 from projections.session import (
     Exchange,

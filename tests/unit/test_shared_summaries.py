@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.summarizers import ExtractiveSummarizer
-from config.settings import Settings
+from memlog.adapters.summarizers import ExtractiveSummarizer
+from memlog.config.settings import Settings
 from projections.folded import Folded
 from projections.sealing import sealed_key_id
 from projections.session import (

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from pydantic import Field, TypeAdapter, ValidationError
 from starlette.datastructures import QueryParams
 
-from config.settings import Settings
 from memlog.api.app import create_api
 from memlog.api.shortcut import SESSION, THREAD, plain_query, route
+from memlog.config.settings import Settings
 
 WAIT: TypeAdapter[float] = TypeAdapter(Annotated[float, Field(ge=0, allow_inf_nan=False)])
 

@@ -7,8 +7,8 @@ from bson.errors import InvalidDocument
 from pymongo.errors import AutoReconnect, DocumentTooLarge, OperationFailure, ServerSelectionTimeoutError
 from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, ResponseError, TimeoutError
 
-from adapters.mongo_store import mongo_errors
-from adapters.redis_store import redis_errors
+from memlog.adapters.mongo_store import mongo_errors
+from memlog.adapters.redis_store import redis_errors
 from schemas.errors import StoreRefused, StoreUnavailable
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adapters.redis_store import _head
+from memlog.adapters.redis_store import _head
 from projections.folded import Folded, fold_more, search_route, summary_notice
 from projections.session import (
     Segment,

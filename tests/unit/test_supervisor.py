@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memlog.supervisor import MAX_DELAY_SECONDS, STEADY_SECONDS, Supervised
+from memlog.dev.supervisor import MAX_DELAY_SECONDS, STEADY_SECONDS, Supervised
 
 
 class Clock:

@@ -8,8 +8,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from config.settings import Settings
 from memlog.cli.stack import worker_env
+from memlog.config.settings import Settings
 from streams.app import create_app
 
 KAFKA_INSTANCE_ID = re.compile(r"^[A-Za-z0-9._-]{1,249}$")

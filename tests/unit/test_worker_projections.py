@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from config.settings import WORKER_PROJECTIONS, Settings
+from memlog.config.settings import WORKER_PROJECTIONS, Settings
 from streams.projectors import PROJECTIONS
 
 

@@ -11,7 +11,7 @@ from memlog.api.auth import OPERATOR_ONLY, TENANT_ONLY
 from memlog.api.deps import AFTER, CONFLICT, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.gone import unless_gone
 from memlog.api.models import Accepted, ArchiveIn, OperationAccepted, PurgeIn, ResetIn, RetentionIn, TargetIn
-from memlog.conversations import conversation_ref
+from memlog.app.conversations import conversation_ref
 from projections.archives import ConversationRef
 from projections.position import Position
 from schemas.errors import NotFound

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Request
 from memlog.api.auth import guard_body
 from memlog.api.deps import CONFLICT, IDEMPOTENCY_KEY, ServicesDep, original
 from memlog.api.models import Accepted, AnswerIn, ExchangeIn, QuestionIn, ToolCallEventIn
-from memlog.claims import one_key
-from memlog.exchanges import Receipt
+from memlog.app.claims import one_key
+from memlog.app.exchanges import Receipt
 
 router = APIRouter()
 

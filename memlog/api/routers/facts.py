@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 from memlog.api.auth import TENANT_ONLY
 from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
-from memlog.claims import one_key
-from memlog.memory import TOOL_DEFINITIONS, recalled_view
+from memlog.app.claims import one_key
+from memlog.app.memory import TOOL_DEFINITIONS, recalled_view
 from memlog.services import Services
 from projections.facts import shown_source
 from schemas.events import check_name

@@ -29,7 +29,7 @@ async def metrics_page(services: ServicesDep) -> Response:
 
 @router.get("/readyz", responses={503: {"description": "Not ready: a service is down or a projection lags."}})
 async def readyz(services: ServicesDep) -> JSONResponse:
-    """Ready when Kafka, Redis and MongoDB answer and every projection has applied the log (memlog/readiness.py).
+    """Ready when Kafka, Redis and MongoDB answer and every projection has applied the log (memlog/app/readiness.py).
 
     Not ready (503 with Retry-After) while a service is down, or a projection lags too far or has
     stalled: the report names it.

@@ -11,7 +11,7 @@ from memlog.api.auth import TENANT_ONLY
 from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactsOut, KnowledgeIn
 from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH, facts_out
-from memlog.claims import one_key
+from memlog.app.claims import one_key
 from schemas.events import check_name
 
 router = APIRouter()

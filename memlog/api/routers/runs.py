@@ -7,10 +7,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from memlog.admin import TRACES_PAGE
 from memlog.api.auth import OPERATOR_ONLY, guard_body, requested_by
 from memlog.api.deps import AFTER, NOT_FOUND, ServicesDep
 from memlog.api.models import RunAccepted, RunIn
+from memlog.app.admin import TRACES_PAGE
 from schemas.errors import InvalidEvent, NotFound
 from schemas.events import check_name
 from schemas.limits import INT64_MAX

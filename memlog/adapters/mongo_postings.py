@@ -1,0 +1,91 @@
+"""The archive's postings in MongoDB (issue 41, bounded search; the rules are in projections/postings.py).
+
+`postings`: one small document per (group, term) of an archived entry: `_id` `<group>|<term>`, so a
+redelivered or replayed entry writes nothing new; the conversation's fields, `subject`, `agent`, the
+entry's `seq`, `term` and its impact `i`. Two indexes: `by_agent_term` (tenant, agent, term, i) reads a
+term's postings of one agent, and `by_conversation` (tenant, thread, owner, conversation, seq) serves the
+thread operations that delete or move a conversation's entries, and erasure. Postings hold words of a
+subject's text: erasure, retention purge, thread deletion and renames reach them with the groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+
+from memlog.adapters.mongo_entries import where
+from projections.archives import ConversationRef, Entry
+from projections.postings import impacts
+
+POSTINGS = "postings"
+
+
+class MongoPostings:
+    def __init__(self, database: AsyncDatabase[dict[str, Any]]) -> None:
+        self._postings = database[POSTINGS]
+
+    async def prepare(self) -> None:
+        await self._postings.create_index(
+            [("tenant", ASCENDING), ("agent", ASCENDING), ("term", ASCENDING), ("i", DESCENDING)],
+            name="by_agent_term",
+        )
+        await self._postings.create_index(
+            [
+                ("tenant", ASCENDING),
+                ("thread", ASCENDING),
+                ("owner", ASCENDING),
+                ("conversation", ASCENDING),
+                ("seq", ASCENDING),
+            ],
+            name="by_conversation",
+        )
+
+    async def post(self, grouped: Iterable[tuple[str, Iterable[Entry]]]) -> None:
+        """The postings of entries written into their groups (group id, entries); those held already stay."""
+        docs = [
+            {
+                "_id": f"{group}|{term}",
+                **where(entry.ref),
+                "subject": entry.subject,
+                "agent": entry.agent,
+                "g": group,
+                "seq": entry.seq,
+                "term": term,
+                "i": impact,
+            }
+            for group, entries in grouped
+            for entry in entries
+            for term, impact in impacts(entry.text).items()
+        ]
+        unique = list({doc["_id"]: doc for doc in reversed(docs)}.values())  # a group's first entry posts a term
+        if unique:
+            try:
+                await self._postings.insert_many(unique, ordered=False)
+            except BulkWriteError as exc:
+                if any(err.get("code") != 11000 for err in exc.details.get("writeErrors", [])):
+                    raise  # a posting held already (a redelivery, a term of the group's earlier entry) stays
+
+    async def top(self, tenant: str, agent: str, term: str, count: int, time_ms: int) -> list[str]:
+        """The groups of the `count` postings of highest impact of the agent's term (count + 1 tells more)."""
+        found = self._postings.find({"tenant": tenant, "agent": agent, "term": term}, {"g": 1, "_id": 0})
+        docs = await found.sort("i", DESCENDING).limit(count).max_time_ms(time_ms).to_list()
+        return [str(doc["g"]) for doc in docs]
+
+    async def drop_below(self, ref: ConversationRef, before: int) -> None:
+        """A purge: the conversation's postings of entries before `before` (no group spans a thread operation)."""
+        await self._postings.delete_many({**where(ref), "seq": {"$lt": before}})
+
+    async def move_below(self, ref: ConversationRef, before: int, target: str) -> None:
+        """A rename: the conversation's postings of entries before `before` go with their groups."""
+        await self._postings.update_many({**where(ref), "seq": {"$lt": before}}, {"$set": {"conversation": target}})
+
+    async def erase(self, subject: str, refs: Iterable[ConversationRef]) -> int:
+        """The subject's postings, read by the conversations their groups were in."""
+        erased = 0
+        for ref in set(refs):
+            erased += (await self._postings.delete_many({**where(ref), "subject": subject})).deleted_count
+        return erased
