@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections import secret_phrases, secrets
+from projections.secret_phrases import leet
 
 REDACTED = "[REDACTED]"
 
@@ -152,6 +153,8 @@ class Redactor:
         return known
 
     def _secret_key(self, key: str) -> bool:
+        if key.isascii() and self._holds_key(_normal(key)) is None and self._holds_key(_normal(leet(key))) is None:
+            return False  # neither as written nor with digits read as letters does it hold a listed name
         # compared as written, then as it reads: look-alike letters, full-width forms, digits for letters
         return any(self._secret_spelling(spelling) for spelling in (key, *secret_phrases.folded_names(key)))
 

@@ -75,6 +75,11 @@ _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t
 _DIGIT_AND_LETTER = re.compile(r"(?=.*[0-9@$])(?=.*[A-Za-z])")
 
 
+def leet(name: str) -> str:
+    """The name with digits (and '@', '$') read as the letters they stand for: "p4ssw0rd" is "password"."""
+    return name.translate(_LEET)
+
+
 def folded_names(name: str) -> tuple[str, ...]:
     """The spellings a name is compared under besides itself: NFKC with look-alikes folded, and that with
     digits read as letters (only when it mixes them, so "token2" and "v1" are still compared as written)."""

@@ -157,6 +157,9 @@ _SIGN = re.compile(r"(?:=>|:=|==|=|:)(?!//)")
 _NAME_REVERSED = re.compile(
     r"[ \t]{0,8}+([\"'`]?\\?)([\w.\u00ad\u200b-\u200d\u2060\ufeff-]{0,63}[^\W\d]-{0,2})(?![\w.$-])"
 )
+# Every name before a sign, read in the reversed text from the sign: a superset of what _NAME_REVERSED takes
+# (a name of up to 66 characters, as it reads one, with its dashes).
+_NAMES_BEFORE_SIGNS = re.compile(r"(?:>=|=:|==|=|:)[ \t]{0,8}+[\"'`]?\\?([\w.\u00ad\u200b-\u200d\u2060\ufeff-]{1,66}+)")
 # `--password hunter2`: a long flag, then its value after a space.
 _FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9_-]{0,63}+)[ \t]{1,8}+(?=[^\s-])")
 _CURL_USER = re.compile(r"(?:-u|--user)[ \t]{1,8}+[\"']?([^\s\"']{1,1024}+)")
@@ -331,7 +334,11 @@ def random_looking(token: str) -> bool:
 
 
 def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
-    """Values after a secret name. The search resumes after each value taken, so no text is read twice."""
+    """Values after a secret name. The search resumes after each value taken, so no text is read twice.
+    First every name written before a sign is collected in C (from the reversed text, starting at the
+    signs): when none of the distinct names is a secret's, no sign is read one by one."""
+    if not any(is_secret_name(name[::-1].lstrip("-")) for name in set(_NAMES_BEFORE_SIGNS.findall(reversed_text))):
+        return
     size = len(text)
     position = 0
     while (sign := _SIGN.search(text, position)) is not None:
