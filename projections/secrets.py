@@ -19,7 +19,6 @@ import base64
 import binascii
 import math
 import re
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -248,12 +247,21 @@ def _groups(pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | N
 def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
     """Query values holding a secret once percent-decoded. The whole text is decoded and searched once; only
     when that finds something is each value decoded and searched, to know which ones to redact."""
-    if not find(urllib.parse.unquote(text), is_secret_name, depth + 1):
+    if not find(unquote(text), is_secret_name, depth + 1):
         return
     for match in _QUERY_VALUE.finditer(text):
         value = match.group(1)
-        if "%" in value and find(urllib.parse.unquote(value), is_secret_name, depth + 1):
+        if "%" in value and find(unquote(value), is_secret_name, depth + 1):
             yield match.span(1)
+
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})++")
+
+
+def unquote(text: str) -> str:
+    """Percent-decoding as urllib.parse.unquote does it (UTF-8, errors replaced), a run of escapes at a
+    time rather than one escape at a time."""
+    return _ESCAPES.sub(lambda run: bytes.fromhex(run.group().replace("%", "")).decode("utf-8", "replace"), text)
 
 
 def _pem_blocks(text: str) -> Iterator[Span]:

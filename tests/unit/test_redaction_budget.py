@@ -5,13 +5,14 @@ ordinary text, however long, never reaches it. And the Luhn check summed in C is
 from __future__ import annotations
 
 import random
+import urllib.parse
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.redaction import REDACTED, Redactor
 from projections.secret_phrases import budget
-from projections.secrets import luhn
+from projections.secrets import luhn, unquote
 
 REDACTOR = Redactor.build()
 
@@ -56,3 +57,9 @@ def test_a_text_dense_with_candidates_is_redacted_from_where_the_budget_ran_out(
 
 def test_the_budget_grows_with_the_text() -> None:
     assert budget("") == 64 and budget("x" * 786_432) == 64 + 786_432 // 512
+
+
+@given(st.lists(st.sampled_from(["%41", "%e2%82%ac", "%e2%82", "%ZZ", "%4", "%", "a", "é", "/", "%2F", "%ff"])))
+def test_percent_decoding_is_urllibs(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert unquote(text) == urllib.parse.unquote(text)
