@@ -40,10 +40,13 @@ import json, importlib
 from memlog.config.settings import Settings
 from memlog.dev.localstack import Kafka, stack_file
 from schemas.catalog import AVRO_DIR, HISTORY_DIR
-packages = ["memlog", "streams", "adapters", "config", "projections", "schemas"]
+from importlib.metadata import distribution
+packages = ["memlog", "streams", "projections", "schemas"]
+top_level = sorted({f.parts[0] for f in distribution("memlog").files or [] if f.suffix == ".py"})
 logging_flag = next(a for a in Kafka(Settings()).command() if a.startswith("-Dlog4j2.configurationFile="))
 print(json.dumps({
     "packages": {name: importlib.import_module(name).__file__ for name in packages},
+    "top_level": top_level,
     "schemas": [str(p) for p in sorted(AVRO_DIR.glob("*.avsc")) + sorted(HISTORY_DIR.glob("*.avsc"))],
     "kafka_logging": logging_flag.split("=", 1)[1],
     "kafka_files": [str(stack_file("kafka", n)) for n in ("pom.xml", "server.properties.template")],
@@ -124,6 +127,9 @@ def test_the_installed_package_reads_nothing_from_the_checkout(venv: Path, tmp_p
         assert path.resolve().is_relative_to(venv.resolve()), path
         assert path.is_file(), path
     assert Path(where["kafka_logging"]).name == "log4j2.properties"
+    # the import names the wheel takes: memlog's own and the three the design card names, none another
+    # distribution could also take (adapters and config live inside memlog)
+    assert where["top_level"] == ["memlog", "projections", "schemas", "streams"]
     shipped = {Path(p).relative_to(ROOT / "schemas") for p in (ROOT / "schemas" / "avro").rglob("*.avsc")}
     installed = {Path(p).relative_to(Path(where["packages"]["schemas"]).parent) for p in where["schemas"]}
     assert installed == shipped
