@@ -387,7 +387,8 @@ async def test_a_forgotten_fact_leaves_the_transcript_but_the_archive_keeps_its_
     )
     assert answer.status_code == 202, answer.text
     url = "/v1/tenants/castle/subjects/fern/context"
-    before = (await http.get(url, params={"after": answer.json()["position"], "wait": 30})).json()
+    both = f"{answer.json()['position']},{saved.json()['position']}"  # the fact projected too: forget reads it
+    before = (await http.get(url, params={"after": both, "wait": 30})).json()
     assert text in before["rendered"]
 
     forgot = await http.delete(f"/v1/tenants/castle/subjects/fern/facts/{saved.json()['fact_id']}")
