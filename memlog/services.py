@@ -25,6 +25,7 @@ from memlog.app.memory import Memory
 from memlog.app.positions import Positions
 from memlog.app.privacy import SubjectRequests
 from memlog.app.readiness import ReadinessCheck
+from memlog.app.receipts import Receipts
 from memlog.app.replays import Replays
 from memlog.app.runs import Runs
 from memlog.app.search import CrossSearch
@@ -229,7 +230,8 @@ class Services:
     def evidence(self) -> Evidence:
         """Tool calls joined to the runs that served them, and their status (seed 004)."""
         timeout_ms = round(self.settings.tool_result_timeout_seconds * 1000)
-        return self._use("evidence", lambda: Evidence(self.traces, timeout_ms))
+        current = self.current
+        return self._use("evidence", lambda: Evidence(self.traces, timeout_ms, current.receipts, current.conversations))
 
     @property
     def cross_search(self) -> CrossSearch:
@@ -296,6 +298,10 @@ class Services:
     @property
     def redactor(self) -> Redactor:
         return self._use_once("redactor", self.settings.redactor)
+
+    @property
+    def receipts(self) -> Receipts:
+        return self._use_once("receipts", lambda: Receipts(self.producer, self.producer_name, self.redactor))
 
     @property
     def runs(self) -> Runs:

@@ -28,7 +28,7 @@ from projections.session import Exchange, Session, SessionHead, ThreadKey
 
 # The fragments' format: a store holding another (or none: a thread written before there were
 # fragments) serves the thread from its exchanges and writes the fragments afresh.
-READY_FORMAT = "2"  # 2: views with the evidence fields (seed 004)
+READY_FORMAT = "3"  # 2: views with the evidence fields (seed 004); 3: with receipts and answer_state
 
 
 def json_string_body(text: str) -> bytes:

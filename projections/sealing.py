@@ -35,6 +35,7 @@ PERSONAL: dict[str, tuple[str, ...]] = {
     "memlog.FactRemembered": ("text",),
     "memlog.FactRevised": ("text",),
     "memlog.RunTraced": ("steps[].prompt", "steps[].output", "tool_calls[].arguments", "tool_calls[].result"),
+    "memlog.ReceiptRecorded": ("detail",),
 }
 
 

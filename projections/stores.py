@@ -18,6 +18,7 @@ from projections.ports import (
     SessionStore,
     TraceStore,
 )
+from projections.receipts import ReceiptStore
 
 Prepare = Callable[[], Awaitable[None]]
 
@@ -40,6 +41,7 @@ class Stores:
     facts: FactStore
     fact_activity: Checkpoints
     traces: TraceStore
+    receipts: ReceiptStore  # seed 004's receipts, written by the trace projection
     privacy_checkpoints: Checkpoints  # the privacy step's applied offsets
     conversations: ConversationArchive
     idempotency: Idempotency

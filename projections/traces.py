@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from projections.archives import parse_thread, thread_ref
+from projections.receipts import is_receipt, receipt_line
 from projections.redaction import Redactor
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent
@@ -78,7 +79,10 @@ class Served:
 
 
 def link_line(doc: dict[str, Any]) -> bytes:
-    """A stored run's link, as its thread's mark keeps it: what `projections.evidence.latest_runs` reads."""
+    """A stored run's link, as its thread's mark keeps it: what `projections.evidence.latest_runs` reads;
+    a stored receipt's (`projections.receipts.receipt_line`), what `latest_receipts` reads."""
+    if is_receipt(doc):
+        return receipt_line(doc)
     link = {
         "exchange_id": doc["exchange_id"],
         "call_index": doc.get("call_index"),
@@ -90,9 +94,9 @@ def link_line(doc: dict[str, Any]) -> bytes:
 
 
 def served_threads(docs: Iterable[dict[str, Any]], now_ms: int) -> dict[ThreadKey, Served]:
-    """The threads these stored runs serve (seed 004: the exchange a run served, in its thread), each with
-    its runs' links and the latest `expires_at` of them. A run that served no exchange, or that has
-    expired by `now_ms`, marks nothing."""
+    """The threads these stored runs (or receipts) serve (seed 004: the exchange a run served, in its
+    thread), each with its runs' links and the latest `expires_at` of them. A run that served no
+    exchange, or that has expired by `now_ms`, marks nothing."""
     served: dict[ThreadKey, Served] = {}
     for doc in docs:
         ref, expires_at = doc.get("exchange_thread"), int(doc.get("expires_at") or 0)

@@ -6,99 +6,31 @@ Pure: no I/O. The Avro schemas under avro/ are the contract; these classes mirro
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
-import unicodedata
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from schemas import envelope as _envelope
 from schemas.errors import InvalidEvent
 from schemas.frozen import quick
 from schemas.limits import INT32_MAX, MAX_JSON_DEPTH, check_int, check_json
 
+# the envelope and its checks (schemas.envelope), as every module imports them: from here
+SESSION_THREAD = _envelope.SESSION_THREAD
+PUBLIC_THREAD = _envelope.PUBLIC_THREAD
+AUTOMATION_THREAD = _envelope.AUTOMATION_THREAD
+THREADS = _envelope.THREADS
+MAIN_CONVERSATION = _envelope.MAIN_CONVERSATION
+MAX_NAME_LENGTH = _envelope.MAX_NAME_LENGTH
+KEY_SEPARATOR = _envelope.KEY_SEPARATOR
+now_ms = _envelope.now_ms
+check_name = _envelope.check_name
+check_text = _envelope.check_text
+record_key = _envelope.record_key
+Envelope = _envelope.Envelope
+
 Channel = Literal["v1", "v2", "askx"]
 CHANNELS: tuple[str, ...] = ("v1", "v2", "askx")
-SESSION_THREAD = "session"  # the subject's own session
-PUBLIC_THREAD = "public"  # one per tenant (seed 000, "Other threads")
-AUTOMATION_THREAD = "automation"  # one per agent
-THREADS: tuple[str, ...] = (SESSION_THREAD, PUBLIC_THREAD, AUTOMATION_THREAD)
-MAIN_CONVERSATION = "main"  # a thread's current conversation, the one its session projection shows
-MAX_NAME_LENGTH = 200
-KEY_SEPARATOR = "\x1f"  # a control character, which names may not contain
-
-
-def now_ms() -> int:
-    return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-
-
-def check_name(field_name: str, value: object) -> str:
-    """Tenant, subject and agent names: 1 to 200 printable characters."""
-    if not isinstance(value, str) or not value:
-        raise InvalidEvent(field_name, "must be a non-empty string")
-    if len(value) > MAX_NAME_LENGTH:
-        raise InvalidEvent(field_name, f"is {len(value)} characters; at most {MAX_NAME_LENGTH}")
-    # ASCII (most names): its only Cc characters are exactly what str.isprintable refuses, 0x00-0x1F and 0x7F
-    if (not value.isprintable()) if value.isascii() else _has_control(value):
-        raise InvalidEvent(field_name, "contains a control character")
-    return value
-
-
-@functools.lru_cache(maxsize=65_536)
-def _has_control(value: str) -> bool:
-    # names repeat on every event (tenant, subject, agent, producer): look each one up once
-    return any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value)
-
-
-def check_text(field_name: str, value: object, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise InvalidEvent(field_name, "must be a string")
-    if not value and not allow_empty:
-        raise InvalidEvent(field_name, "must not be empty")
-    return value
-
-
-def record_key(tenant: str, owner: str) -> bytes:
-    """Kafka record key: tenant + thread owner, so one subject's events share a partition."""
-    return f"{tenant}{KEY_SEPARATOR}{owner}".encode()
-
-
-@quick
-@dataclass(frozen=True)
-class Envelope:
-    tenant: str
-    thread: str
-    producer: str
-    subject: str | None = None
-    agent: str | None = None
-    occurred_at: int = field(default_factory=now_ms)  # epoch milliseconds, set by the producer
-    event_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    idempotency_key: str | None = None
-    trace_id: str | None = None
-
-    def __post_init__(self) -> None:
-        check_name("tenant", self.tenant)
-        if self.subject is not None:
-            check_name("subject", self.subject)
-        if self.agent is not None:
-            check_name("agent", self.agent)
-        if self.thread not in THREADS:
-            raise InvalidEvent("thread", f"must be one of {', '.join(THREADS)}, not {self.thread!r}")
-        if self.thread == SESSION_THREAD and self.subject is None:
-            raise InvalidEvent("subject", "a session event needs its subject")
-        if self.thread == AUTOMATION_THREAD and self.agent is None:
-            raise InvalidEvent("agent", "an automation thread event needs its agent")
-        if not isinstance(self.occurred_at, int) or self.occurred_at < 0:
-            raise InvalidEvent("occurred_at", "must be a non-negative epoch-milliseconds integer")
-
-    @property
-    def owner(self) -> str:
-        """Who the thread belongs to: the subject of a session, the agent of an automation thread, else the tenant."""
-        if self.thread == SESSION_THREAD:
-            return self.subject or ""
-        if self.thread == AUTOMATION_THREAD:
-            return self.agent or ""
-        return ""
 
 
 @quick
@@ -436,6 +368,37 @@ class RunTraced:
         object.__setattr__(self, "tool_calls", calls)
 
 
+RECEIPT_RESULTS: tuple[str, ...] = ("passed", "failed", "failed_expected", "not_run")
+MAX_RECEIPT_DETAIL = 2000
+
+
+@quick
+@dataclass(frozen=True)
+class ReceiptRecorded:
+    """Seed 004, evidence you can check: the checked outcome of one tool call of an exchange (by its call
+    index), or of the action the exchange's answer claims (`call_index` None)."""
+
+    TYPE: ClassVar[str] = "memlog.ReceiptRecorded"
+    envelope: Envelope
+    receipt_id: str
+    exchange_id: str
+    call_index: int | None
+    result: str
+    detail: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name("receipt_id", self.receipt_id)
+        check_name("exchange_id", self.exchange_id)
+        if self.call_index is not None:
+            check_int("call_index", self.call_index, high=INT32_MAX)
+        if self.result not in RECEIPT_RESULTS:
+            raise InvalidEvent("result", f"must be one of {', '.join(RECEIPT_RESULTS)}, not {self.result!r}")
+        if self.detail is not None:
+            check_text("detail", self.detail, allow_empty=True)
+            if len(self.detail) > MAX_RECEIPT_DETAIL:
+                raise InvalidEvent("detail", f"is {len(self.detail)} characters; at most {MAX_RECEIPT_DETAIL}")
+
+
 @quick
 @dataclass(frozen=True)
 class SubjectErased:
@@ -470,7 +433,8 @@ class SubjectExportRequested:
 ExchangeEvent = QuestionAsked | ToolCalled | AnswerGiven
 ThreadOperation = ThreadRenamed | ThreadForked | ThreadArchived | ThreadPurged
 ThreadEvent = QuestionAsked | ToolCalled | AnswerGiven | ThreadFolded | ThreadReset | ThreadOperation
-TRACE_EVENTS: tuple[type[RunTraced], ...] = (RunTraced,)
+TraceEvent = RunTraced | ReceiptRecorded
+TRACE_EVENTS: tuple[type[TraceEvent], ...] = (RunTraced, ReceiptRecorded)
 THREAD_OPERATIONS: tuple[type[ThreadOperation], ...] = (ThreadRenamed, ThreadForked, ThreadArchived, ThreadPurged)
 THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (
     QuestionAsked,
@@ -483,7 +447,7 @@ THREAD_EVENTS: tuple[type[ThreadEvent], ...] = (
 FACT_EVENTS: tuple[type[FactEvent], ...] = (FactRemembered, FactRevised, FactForgotten, FactsCleared)
 PrivacyEvent = SubjectErased | SubjectExportRequested
 PRIVACY_EVENTS: tuple[type[PrivacyEvent], ...] = (SubjectErased, SubjectExportRequested)
-Event = ThreadEvent | FactEvent | RunTraced | PrivacyEvent
+Event = ThreadEvent | FactEvent | TraceEvent | PrivacyEvent
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -501,6 +465,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FactForgotten,
         FactsCleared,
         RunTraced,
+        ReceiptRecorded,
         SubjectErased,
         SubjectExportRequested,
     )

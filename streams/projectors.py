@@ -95,7 +95,7 @@ def build_projections(
         add("facts-activity", "threads", THREAD_EVENTS, FactActivityStep(facts, activity, fact_policy), activity)
     if "traces" in which:
         traces = stores.traces
-        trace_step = TraceStep(traces, sessions, settings.redactor(), settings.trace_days)
+        trace_step = TraceStep(traces, sessions, settings.redactor(), settings.trace_days, stores.receipts)
         add("traces", "traces", TRACE_EVENTS, trace_step, traces)
     if "sessions" in which:
         count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))

@@ -30,6 +30,7 @@ from memlog_client.models import (
     LedgerPage,
     Position,
     PrivacyRequest,
+    ReceiptAccepted,
     ToolCall,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "Position",
     "PrivacyRequest",
     "Problem",
+    "ReceiptAccepted",
     "Refused",
     "ServerError",
     "TooLarge",

@@ -19,6 +19,7 @@ from memlog_client.models import (
     LedgerPage,
     Position,
     PrivacyRequest,
+    ReceiptAccepted,
 )
 
 T = TypeVar("T")
@@ -242,6 +243,35 @@ class Calls:
     def calendar(tenant: str, thread: str, **params: Any) -> Call[dict[str, Any]]:
         path = f"/v1/tenants/{seg(tenant)}/threads/{seg(thread)}/calendar"
         return Call("GET", path, _json, params=_query(**params), safe=True)
+
+    @staticmethod
+    def receipt(
+        tenant: str,
+        subject: str | None,
+        agent: str,
+        exchange_id: str,
+        result: str,
+        *,
+        call_index: int | None = None,
+        detail: str | None = None,
+        thread: str | None = None,
+        receipt_id: str | None = None,
+    ) -> Call[ReceiptAccepted]:
+        """A tool call's checked result (`call_index`), or the answer's claimed action's (None): passed,
+        failed, failed_expected, not_run. Sent again after a failure under the same receipt id, it may be
+        kept twice; the newest counts, so the answer's state is the same."""
+        body = _body(
+            tenant=tenant,
+            subject=subject,
+            agent=agent,
+            exchange_id=exchange_id,
+            call_index=call_index,
+            result=result,
+            detail=detail,
+            thread=thread,
+            receipt_id=receipt_id or new_key(),
+        )
+        return Call("POST", "/v1/receipts", _model(ReceiptAccepted), json=body, safe=True)
 
     @staticmethod
     def runs(tenant: str, **params: Any) -> Call[Any]:

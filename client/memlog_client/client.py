@@ -8,7 +8,16 @@ from typing import Any, TypeVar
 import httpx
 
 from memlog_client.calls import Call, Calls
-from memlog_client.models import Accepted, Context, FactAccepted, Facts, LedgerPage, Position, PrivacyRequest
+from memlog_client.models import (
+    Accepted,
+    Context,
+    FactAccepted,
+    Facts,
+    LedgerPage,
+    Position,
+    PrivacyRequest,
+    ReceiptAccepted,
+)
 from memlog_client.transport import Sender
 
 T = TypeVar("T")
@@ -127,6 +136,12 @@ class MemlogClient:
 
     def calendar(self, tenant: str, thread: str, **params: Any) -> dict[str, Any]:
         return self.run(Calls.calendar(tenant, thread, **params))
+
+    def receipt(
+        self, tenant: str, subject: str | None, agent: str, exchange_id: str, result: str, **more: Any
+    ) -> ReceiptAccepted:
+        """A tool call's (`call_index=`) or a claimed action's checked result (seed 004's receipts)."""
+        return self.run(Calls.receipt(tenant, subject, agent, exchange_id, result, **more))
 
     def runs(self, tenant: str, **params: Any) -> Any:
         """Operators: traced runs."""

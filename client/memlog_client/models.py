@@ -28,6 +28,14 @@ class ToolCall(Answer):
     result: Any = None
     ok: bool = True
     duration_ms: int | None = None
+    receipt: str | None = None  # the newest receipt's result: passed, failed, failed_expected, not_run
+
+
+class ReceiptAccepted(Answer):
+    """A receipt taken: pass `position` as `after=` to a read that must show it."""
+
+    receipt_id: str
+    position: Position
 
 
 class Exchange(Answer):
@@ -37,6 +45,8 @@ class Exchange(Answer):
     answer: str | None = None
     occurred_at: int
     complete: bool
+    receipt: str | None = None  # the receipt of the action the answer claims
+    answer_state: str | None = None  # verified, unverified, incomplete; None: no answer yet, or nothing to check
 
 
 class Fact(Answer):

@@ -112,7 +112,8 @@ def _fact(doc: dict[str, Any]) -> Fact:
 _LAST_EXPIRY_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z
 
 
-def _expiry(ms: int) -> dt.datetime:
+def expiry(ms: int) -> dt.datetime:
+    """A TTL index's date for an epoch-ms end (the TTL monitor reads dates; past year 9999, that year's end)."""
     return dt.datetime.fromtimestamp(min(ms, _LAST_EXPIRY_MS) / 1000, tz=dt.UTC)
 
 
@@ -180,7 +181,7 @@ class MongoFactStore:
                 "$max": {
                     "last_question_at": state.last_question_at,
                     "expires_at": state.expires_at,
-                    "expires": _expiry(state.expires_at),
+                    "expires": expiry(state.expires_at),
                 },
             },
             upsert=True,
@@ -213,7 +214,7 @@ class MongoFactStore:
                 {"_id": self._id(tenant, subject)},
                 {
                     "$setOnInsert": {"tenant": tenant, "subject": subject, "facts": []},
-                    "$max": {"last_question_at": at, "expires_at": at + keep_ms, "expires": _expiry(at + keep_ms)},
+                    "$max": {"last_question_at": at, "expires_at": at + keep_ms, "expires": expiry(at + keep_ms)},
                 },
                 upsert=True,
             )
@@ -247,7 +248,7 @@ class MongoTraceStore:
     async def append(self, docs: list[dict[str, Any]]) -> int:
         if not docs:
             return 0
-        stored = [{**doc, "expires": _expiry(int(doc["expires_at"]))} for doc in docs]
+        stored = [{**doc, "expires": expiry(int(doc["expires_at"]))} for doc in docs]
         with mongo_errors():
             try:
                 result = await self._traces.insert_many(stored, ordered=False)

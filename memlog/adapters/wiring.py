@@ -26,6 +26,7 @@ from memlog.adapters.mongo_privacy import (
     MongoNamespaceRegistry,
     MongoReplayRecords,
 )
+from memlog.adapters.mongo_receipts import MongoReceiptStore
 from memlog.adapters.mongo_search import MongoArchiveSearch
 from memlog.adapters.mongo_store import (
     MongoCheckpoints,
@@ -47,7 +48,9 @@ from projections.ports import (
     SessionStore,
     TraceStore,
 )
+from projections.receipts import ReceiptStore
 from projections.stores import Prepare, Stores, prepare_all
+from projections.traces import merge_served
 from schemas.catalog import Catalog
 from schemas.codec import Codec, SchemaRegistry
 from schemas.errors import StoreRefused
@@ -55,14 +58,15 @@ from schemas.events import now_ms
 from schemas.registry import HttpSchemaRegistry
 
 
-async def mark_served_threads(traces: TraceStore, sessions: SessionStore) -> None:
+async def mark_served_threads(traces: TraceStore, sessions: SessionStore, receipts: ReceiptStore) -> None:
     """Complete a namespace's served marks (`ServedMarks`) where they are not: runs stored before there
     were marks, or marks a Redis lost with the rest of its keys. Every unexpired run's thread is marked,
     then the marks are recorded complete; from then on the trace projection marks each run it stores.
     Idempotent, and done once: later calls read one key."""
     if await sessions.served_marks_complete():
         return
-    await sessions.mark_served(await traces.served_threads(now_ms()))
+    now = now_ms()
+    await sessions.mark_served(merge_served(await traces.served_threads(now), await receipts.served_threads(now)))
     await sessions.complete_served_marks()
 
 
@@ -73,6 +77,7 @@ def open_stores(
     database = mongo[scoped.mongo_db_name]
     facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
+    receipts = MongoReceiptStore(database)
     conversations = MongoConversationArchive(database, search_time_ms=settings.search_max_time_ms)
     archive_search = MongoArchiveSearch(database, search_time_ms=settings.search_max_time_ms)
     idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
@@ -100,7 +105,7 @@ def open_stores(
     sessions = RedisSessionStore(redis, scoped.redis_prefix)
 
     async def mark_served() -> None:
-        await mark_served_threads(traces, sessions)
+        await mark_served_threads(traces, sessions, receipts)
 
     return Stores(
         namespace=namespace,
@@ -111,6 +116,7 @@ def open_stores(
         facts=facts,
         fact_activity=MongoCheckpoints(database, "facts-activity"),
         traces=traces,
+        receipts=receipts,
         privacy_checkpoints=MongoCheckpoints(database, "privacy"),
         conversations=conversations,
         idempotency=idempotency,
@@ -121,6 +127,7 @@ def open_stores(
             archive_search.prepare,
             facts.prepare,
             traces.prepare,
+            receipts.prepare,
             mark_served,  # after the traces' indexes, before anyone reads a context
             idempotency.prepare,
             fact_slots.prepare,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from memlog.app.context import ThreadContext
+from memlog.app.receipts import Receipt
 from memlog.app.runs import Run, RunStep, RunToolCall
 from memlog.config.settings import MAX_REPLAY_WORKERS
 from schemas.exchanges import AnswerPart, QuestionPart, ReportedExchange, Route, ToolCallPart, ToolUse
@@ -149,6 +150,9 @@ class Accepted(BaseModel):
     idempotent: bool = False
 
 
+ReceiptResult = Literal["passed", "failed", "failed_expected", "not_run"]
+
+
 class ToolCallOut(BaseModel):
     call_index: int = Field(description="The call's place among the exchange's calls, from 0.")
     name: str
@@ -163,6 +167,9 @@ class ToolCallOut(BaseModel):
         "MEMLOG_TOOL_RESULT_TIMEOUT_SECONDS after the call (seed 004, evidence and completion).",
     )
     run_id: str | None = Field(default=None, description="The traced run that served this call (POST /v1/runs).")
+    receipt: ReceiptResult | None = Field(
+        default=None, description="The result of the newest receipt for this call (POST /v1/receipts); null: none."
+    )
 
 
 class ExchangeOut(BaseModel):
@@ -175,6 +182,15 @@ class ExchangeOut(BaseModel):
     complete: bool
     line: str | None = Field(description="askx exchanges: the one line they land as (seed 000).")
     run_id: str | None = Field(default=None, description="A traced run that served the exchange, naming no call.")
+    receipt: ReceiptResult | None = Field(
+        default=None, description="The newest receipt for the action the answer claims (a receipt naming no call)."
+    )
+    answer_state: Literal["verified", "unverified", "incomplete"] | None = Field(
+        default=None,
+        description="verified: every call the answer relies on (and its claimed action, once a receipt names it) "
+        "has a receipt that passed or failed as expected; unverified: some have none, or one that failed or was "
+        "not run; incomplete: a call never answered; null: no answer yet, or nothing to check (seed 004).",
+    )
 
 
 class SummaryNotice(BaseModel):
@@ -382,6 +398,49 @@ class RunIn(BodyIn):
             call_index=self.call_index,
             thread=self.thread,
         )
+
+
+class ReceiptIn(BodyIn):
+    tenant: str
+    subject: str | None = None
+    agent: str
+    exchange_id: str = Field(description="The exchange whose tool call (or claimed action) was checked.")
+    call_index: int | None = Field(
+        default=None,
+        ge=0,
+        le=INT32_MAX,
+        description="The checked call's place among the exchange's calls, from 0; null: the action the answer "
+        "claims as a whole.",
+    )
+    result: ReceiptResult
+    detail: str | None = Field(
+        default=None, max_length=2000, description="What the check saw; redacted, then sealed under the subject's key."
+    )
+    receipt_id: str | None = Field(default=None, description="Default: a new one.")
+    thread: Literal["session", "public", "automation"] | None = Field(
+        default=None,
+        description="The exchange's thread; default: the subject's session, else the agent's automation thread.",
+    )
+    recorded_at: int | None = Field(default=None, ge=0, le=INT64_MAX, description="Epoch ms; default: now.")
+
+    def to_receipt(self) -> Receipt:
+        return Receipt(
+            self.tenant,
+            self.subject,
+            self.agent,
+            self.exchange_id,
+            self.call_index,
+            self.result,
+            self.detail,
+            self.receipt_id,
+            self.thread,
+            self.recorded_at,
+        )
+
+
+class ReceiptAccepted(BaseModel):
+    receipt_id: str
+    position: str = Field(description="Pass as `after` to a read that must show the receipt.")
 
 
 class RunAccepted(BaseModel):

@@ -28,6 +28,7 @@ from projections.ports import (
     TraceStore,
 )
 from projections.position import Position
+from projections.receipts import ReceiptStore
 from schemas.events import PrivacyEvent, SubjectErased
 from streams.metrics import Metrics
 from streams.projector import advance_past
@@ -51,6 +52,8 @@ class NamespaceData(Protocol):
     def idempotency(self) -> Idempotency: ...
     @property
     def fact_slots(self) -> FactSlots | None: ...
+    @property
+    def receipts(self) -> ReceiptStore | None: ...
 
 
 OtherNamespaces = Callable[[], Awaitable[dict[str, NamespaceData]]]
@@ -74,6 +77,7 @@ class SubjectData:
     sealer: Sealer
     others: OtherNamespaces | None = None
     fact_slots: FactSlots | None = None  # the API's reservations of facts being accepted
+    receipts: ReceiptStore | None = None  # seed 004's receipts (the trace projection writes them)
 
     @classmethod
     def of(
@@ -99,6 +103,7 @@ class SubjectData:
             sealer=sealer,
             others=others,
             fact_slots=stores.fact_slots,
+            receipts=stores.receipts,
         )
 
 
@@ -112,6 +117,8 @@ async def erase_in(stores: NamespaceData, tenant: str, subject: str) -> dict[str
     deleted["conversation_entries"] = await stores.conversations.erase_subject(tenant, subject)  # and search terms
     if stores.fact_slots is not None:
         deleted["fact_slots"] = await stores.fact_slots.erase_subject(tenant, subject)
+    if stores.receipts is not None:
+        deleted["receipts"] = await stores.receipts.erase_subject(tenant, subject)
     return deleted
 
 
@@ -169,12 +176,16 @@ async def bundle_sections(data: SubjectData, tenant: str, subject: str) -> Async
     async def fixed(value: str) -> str:
         return value
 
+    async def receipts() -> list[dict[str, Any]]:
+        return [] if data.receipts is None else await data.receipts.export_subject(tenant, subject)
+
     sections: dict[str, Callable[[], Awaitable[Any]]] = {
         "conversations": lambda: data.conversations.export_subject(tenant, subject),
         "erasures": erasures,
         "exported_at": now,
         "facts": lambda: data.facts.export_subject(tenant, subject),
         "idempotency_keys": lambda: data.idempotency.export_subject(tenant, subject),
+        "receipts": receipts,
         "session": lambda: thread("session"),
         "shared_thread_lines": lambda: thread("shared_thread_lines"),
         "shared_thread_summaries": lambda: thread("shared_thread_summaries"),

@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from projections.archives import plan_archive
 from projections.facts import Fact, SubjectFacts
 from projections.position import Position
+from projections.receipts import receipt_document
 from projections.redaction import Redactor
 from projections.session import Exchange, Segment, SessionChange, SessionWrite, ThreadKey
 from projections.traces import trace_document
-from schemas.events import Envelope, QuestionAsked, RunTraced
+from schemas.events import Envelope, QuestionAsked, ReceiptRecorded, RunTraced
 from streams.steps.privacy import SubjectData
 
 T0 = 1_795_000_000_000
@@ -46,6 +47,9 @@ async def remember(data: SubjectData, subject: str, offset: int, text: str = "")
     await data.facts.write("castle", subject, SubjectFacts((fact,), T0, T0 + DAY_MS), Position("facts", 0, offset))
     run = RunTraced(env, f"run-{subject}" + (f"-{offset}" if offset else ""), "ok", T0, T0)
     await data.traces.append([trace_document(run, Redactor.build(), 7)])
+    if data.receipts is not None:
+        receipt = ReceiptRecorded(env, f"rc-{subject}", f"x{offset}", 0, "passed", f"{subject}'s chest holds 3 keys")
+        await data.receipts.append([receipt_document(receipt, Position("traces", 0, offset), Redactor.build(), 7)])
     question = QuestionAsked(env, f"x{offset}", f"{subject} asks")
     await data.conversations.apply(plan_archive([(question, Position("threads", 0, offset))]))
     await data.idempotency.reserve("castle", "session", subject, f"k{offset}", subject)
@@ -63,5 +67,6 @@ async def everything_about(data: SubjectData, subject: str) -> list[object]:
         await data.traces.export_subject("castle", subject),
         await data.conversations.export_subject("castle", subject),
         await data.idempotency.export_subject("castle", subject),
+        await data.receipts.export_subject("castle", subject) if data.receipts is not None else [],
         await data.exports.get(f"old-export-{subject}"),
     ]

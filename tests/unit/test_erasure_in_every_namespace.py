@@ -19,6 +19,7 @@ from memlog.adapters.in_memory import (
     InMemoryLedger,
     InMemoryNamespacePointer,
     InMemoryNamespaceRegistry,
+    InMemoryReceiptStore,
     InMemorySessionStore,
     InMemoryTraceStore,
 )
@@ -32,6 +33,7 @@ from projections.ports import (
     SessionStore,
     TraceStore,
 )
+from projections.receipts import ReceiptStore
 from schemas.errors import Conflict, NotFound, StoreRefused
 from streams.namespaces import Namespaces, NamespaceStores
 from streams.sealer import Sealer
@@ -39,7 +41,7 @@ from streams.steps.privacy import NamespaceData, SubjectData, erase
 from tests.contracts.clocks import Clock
 from tests.unit.subject_stores import everything_about, remember
 
-NOTHING = [None, [], [], [], [], [], [], None]
+NOTHING = [None, [], [], [], [], [], [], [], None]
 
 
 async def nothing_held() -> list[str]:
@@ -61,11 +63,12 @@ class Namespace:
     conversations: ConversationArchive = dataclasses.field(default_factory=InMemoryConversationArchive)
     idempotency: Idempotency = dataclasses.field(default_factory=lambda: InMemoryIdempotency(86_400))
     fact_slots: FactSlots = dataclasses.field(default_factory=InMemoryFactSlots)
+    receipts: ReceiptStore = dataclasses.field(default_factory=InMemoryReceiptStore)
     dropped: bool = False
 
     async def drop(self) -> None:
         fresh = Namespace()
-        for field in ("sessions", "facts", "traces", "conversations", "idempotency", "fact_slots"):
+        for field in ("sessions", "facts", "traces", "conversations", "idempotency", "fact_slots", "receipts"):
             setattr(self, field, getattr(fresh, field))
         self.dropped = True
 

@@ -16,6 +16,7 @@ from memlog.adapters.in_memory import (
     InMemoryIdempotency,
     InMemoryKeyVault,
     InMemoryLedger,
+    InMemoryReceiptStore,
     InMemorySessionStore,
     InMemoryTraceStore,
 )
@@ -42,6 +43,7 @@ def subject_data(part_bytes: int = 4 * 1024 * 1024) -> SubjectData:
         exports=InMemoryExports(part_bytes),
         vault=vault,
         ledger=InMemoryLedger(os.urandom(32)),
+        receipts=InMemoryReceiptStore(),
         sealer=Sealer(vault),
     )
 
@@ -60,11 +62,12 @@ async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -
         "facts": 1,
         "fact_slots": 1,
         "traces": 1,
+        "receipts": 1,
         "conversation_entries": 2,  # the question's entry and its conversation
         "exports": 1,
         "data_keys": 1,
     }
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
     assert await data.vault.keys_by_id([ann_key]) == {}
     assert all(await everything_about(data, "bob"))
 
@@ -76,7 +79,7 @@ async def test_an_erasure_redelivered_repeats_the_deletes_and_keeps_the_first_le
     await remember(data, "ann", 20)  # what a rebuilt namespace would hold again
     again = await erase(data, "castle", "ann", "req-1", "op")
     assert again == first
-    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], None]
+    assert await everything_about(data, "ann") == [None, [], [], [], [], [], [], [], None]
     erased = await data.ledger.erased("castle", "ann")
     assert erased is not None and erased["_id"] == "req-1"
 
@@ -91,6 +94,9 @@ async def test_an_export_bundles_what_the_stores_hold_about_the_subject_once() -
     assert [fact["text"] for fact in bundle["facts"]] == ["ann likes tea"]
     assert [line["exchange_id"] for line in bundle["shared_thread_lines"]] == ["x0"]
     assert [run["run_id"] for run in bundle["traces"]] == ["run-ann"]
+    assert [(r["receipt_id"], r["result"], r["detail"]) for r in bundle["receipts"]] == [
+        ("rc-ann", "passed", "ann's chest holds 3 keys")
+    ]
     assert "bob" not in text
     # written section by section, it is the text json.dumps writes of the whole
     assert text == json.dumps({**bundle, "exported_at": bundle["exported_at"]}, ensure_ascii=False, sort_keys=True)

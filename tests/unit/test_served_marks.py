@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlog.adapters.in_memory import InMemorySessionStore, InMemoryTraceStore
+from memlog.adapters.in_memory import InMemoryReceiptStore, InMemorySessionStore, InMemoryTraceStore
 from memlog.adapters.wiring import mark_served_threads
 from memlog.app.context import ContextReads
 from memlog.app.evidence import Evidence
@@ -119,7 +119,7 @@ async def test_a_thread_no_run_serves_is_read_without_asking_the_traces_once_mar
     assert await run_ids(reads(sessions, traces), ANN) == [None]
     assert traces.asked == 1  # marks not known complete: an unmarked thread may still be served
 
-    await mark_served_threads(traces, sessions)  # nothing stored: complete at once
+    await mark_served_threads(traces, sessions, InMemoryReceiptStore())  # nothing stored: complete at once
     contexts = reads(sessions, traces)
     assert await run_ids(contexts, ANN) == [None]
     assert traces.asked == 1
@@ -142,7 +142,7 @@ async def test_runs_stored_before_marks_are_marked_before_any_read_trusts_them()
     contexts = reads(sessions, traces)
     assert await run_ids(contexts, ANN) == ["r0"]
 
-    await mark_served_threads(traces, sessions)
+    await mark_served_threads(traces, sessions, InMemoryReceiptStore())
     assert await sessions.served_marks_complete()
     contexts = reads(sessions, traces)
     asked = traces.asked

@@ -15,6 +15,7 @@ from memlog.adapters.in_memory.privacy import (
     InMemoryReplayRecords,
     WrappedKey,
 )
+from memlog.adapters.in_memory.receipts import InMemoryReceiptStore
 from memlog.adapters.in_memory.stores import (
     InMemoryCheckpoints,
     InMemoryCounters,
@@ -36,6 +37,7 @@ __all__ = [
     "InMemoryLedger",
     "InMemoryNamespacePointer",
     "InMemoryNamespaceRegistry",
+    "InMemoryReceiptStore",
     "InMemoryReplayLease",
     "InMemoryReplayRecords",
     "InMemorySessionStore",

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from memlog.api.auth import OPERATOR_ONLY, guard_body, requested_by
 from memlog.api.deps import AFTER, NOT_FOUND, ServicesDep
-from memlog.api.models import RunAccepted, RunIn
+from memlog.api.models import ReceiptAccepted, ReceiptIn, RunAccepted, RunIn
 from memlog.app.admin import TRACES_PAGE
 from schemas.errors import InvalidEvent, NotFound
 from schemas.events import check_name
@@ -25,6 +25,16 @@ async def trace_run(body: RunIn, request: Request, services: ServicesDep) -> Run
     traced = await services.runs.trace(body.to_run())
     position = None if traced.position is None else traced.position.token()
     return RunAccepted(run_id=traced.run_id, sampled=traced.sampled, position=position, bytes=traced.bytes)
+
+
+@router.post("/v1/receipts", status_code=202, response_model=ReceiptAccepted)
+async def record_receipt(body: ReceiptIn, request: Request, services: ServicesDep) -> ReceiptAccepted:
+    """Record a receipt (seed 004, evidence you can check): the checked result of one tool call of an
+    exchange, or (call_index null) of the action its answer claims. The answer's `answer_state` on context
+    reads and archived entries follows from its receipts, whenever they come."""
+    guard_body(request, body.tenant)
+    receipt_id, position = await services.receipts.record(body.to_receipt())
+    return ReceiptAccepted(receipt_id=receipt_id, position=position.token())
 
 
 @router.get("/v1/tenants/{tenant}/runs", dependencies=OPERATOR_ONLY)
