@@ -1,5 +1,6 @@
 """A producer with no master key and no MongoDB access sends raw Avro bytes to the ingest topic, as a Java
-producer would; the worker seals them onto the log, the session shows the exchange, and after the
+producer would (an exchange, and a receipt for its tool call); the worker seals them onto the log, the
+session shows the exchange, verified by the receipt, and after the
 subject's erasure no topic holds any of its plaintext (the ingest records are deleted once sealed)."""
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import asyncio, sys
 from aiokafka import AIOKafkaProducer
 from schemas.catalog import Catalog
 from schemas.codec import Codec
-from schemas.events import record_key, to_record
+from schemas.events import Envelope, ReceiptRecorded, record_key, to_record
 from schemas.exchanges import ReportedExchange, Route, ToolUse, exchange_events
 
 bootstrap, topic, tenant, subject, marker = sys.argv[1:6]
@@ -41,6 +42,9 @@ exchange = ReportedExchange(
 )
 codec = Codec(Catalog())
 events = exchange_events(exchange, producer="java-like")
+# and a receipt (seed 004) for its tool call, which the worker seals onto the traces topic
+envelope = Envelope(tenant=tenant, subject=subject, agent="allay", thread="session", producer="java-like")
+events = [*events, ReceiptRecorded(envelope, "rc-1", events[0].exchange_id, 0, "passed", f"{marker} receipt")]
 
 async def main():
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
@@ -89,12 +93,13 @@ async def test_raw_avro_on_the_ingest_topic_is_sealed_shown_and_erased_from_ever
         for _ in range(300):
             context = (await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context")).json()
             shown = context.get("exchanges")
-            if isinstance(shown, list) and shown and shown[0]["complete"]:
+            if isinstance(shown, list) and shown and shown[0]["complete"] and shown[0]["answer_state"] == "verified":
                 break
             await asyncio.sleep(0.2)
         exchanges = context["exchanges"]
         assert isinstance(exchanges, list) and [e["exchange_id"] for e in exchanges] == [exchange_id], context
         assert exchanges[0]["complete"] and marker in exchanges[0]["answer"]
+        assert exchanges[0]["answer_state"] == "verified", exchanges[0]  # the receipt came through ingest too
 
         for _ in range(50):  # the ingest records are deleted right after the batch that sealed them
             before = Scan()
