@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from config.settings import Settings
-from memlog.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.config.settings import Settings
+from memlog.dev.processes import MemlogProcess, free_port, start_api, start_worker
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
