@@ -52,6 +52,8 @@ def body_for(path: str, tenant: str) -> dict[str, Any] | None:
         return {"tenant": tenant, "subject": "s", "call_index": 0, "name": "n"}
     if path.endswith("/answer"):
         return {"tenant": tenant, "subject": "s", "answer": "a"}
+    if path == "/v1/receipts":
+        return {"tenant": tenant, "subject": "s", "agent": "a", "exchange_id": "x", "call_index": 0, "result": "passed"}
     if path == "/v1/runs":
         return {"tenant": tenant, "agent": "a", "status": "ok", "started_at": 1, "ended_at": 2}
     if path.endswith("/facts") or path.endswith("/facts/{fact_id}"):
