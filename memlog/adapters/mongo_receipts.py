@@ -7,9 +7,8 @@ from typing import Any
 
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError
 
-from memlog.adapters.mongo_store import DUPLICATE_KEY, expiry, mongo_errors
+from memlog.adapters.mongo_store import insert_expiring, mongo_errors
 from projections.receipts import receipt_link, receipt_view
 from projections.session import ThreadKey
 from projections.traces import Served, merge_served, served_threads
@@ -31,18 +30,7 @@ class MongoReceiptStore:
             await self._receipts.create_index([("tenant", ASCENDING), ("subject", ASCENDING)], name="by_subject")
 
     async def append(self, docs: list[dict[str, Any]]) -> int:
-        if not docs:
-            return 0
-        stored = [{**doc, "expires": expiry(int(doc["expires_at"]))} for doc in docs]
-        with mongo_errors():
-            try:
-                result = await self._receipts.insert_many(stored, ordered=False)
-                return len(result.inserted_ids)
-            except BulkWriteError as exc:
-                errors = exc.details.get("writeErrors", [])
-                if any(err.get("code") != DUPLICATE_KEY for err in errors):
-                    raise
-                return int(exc.details.get("nInserted", len(stored) - len(errors)))
+        return await insert_expiring(self._receipts, docs)
 
     async def served(self, tenant: str, thread: str, exchange_ids: list[str], now_ms: int) -> list[dict[str, Any]]:
         if not exchange_ids:

@@ -117,6 +117,23 @@ def expiry(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(min(ms, _LAST_EXPIRY_MS) / 1000, tz=dt.UTC)
 
 
+async def insert_expiring(collection: Any, docs: list[dict[str, Any]]) -> int:
+    """Inserts documents that carry `expires_at` (ms) with their TTL field; one already there (a redelivery) is
+    skipped, anything else raises. Returns how many were new."""
+    if not docs:
+        return 0
+    stored = [{**doc, "expires": expiry(int(doc["expires_at"]))} for doc in docs]
+    with mongo_errors():
+        try:
+            result = await collection.insert_many(stored, ordered=False)
+            return len(result.inserted_ids)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if any(err.get("code") != DUPLICATE_KEY for err in errors):
+                raise
+            return int(exc.details.get("nInserted", len(stored) - len(errors)))
+
+
 class MongoFactStore:
     """One document per (tenant, subject) in `facts`, with the facts, their terms and a TTL date.
 
@@ -246,18 +263,7 @@ class MongoTraceStore:
         await self._checkpoints.advance(position)
 
     async def append(self, docs: list[dict[str, Any]]) -> int:
-        if not docs:
-            return 0
-        stored = [{**doc, "expires": expiry(int(doc["expires_at"]))} for doc in docs]
-        with mongo_errors():
-            try:
-                result = await self._traces.insert_many(stored, ordered=False)
-                return len(result.inserted_ids)
-            except BulkWriteError as exc:
-                errors = exc.details.get("writeErrors", [])
-                if any(err.get("code") != DUPLICATE_KEY for err in errors):
-                    raise
-                return int(exc.details.get("nInserted", len(stored) - len(errors)))
+        return await insert_expiring(self._traces, docs)
 
     async def get(self, tenant: str, run_id: str, now_ms: int) -> dict[str, Any] | None:
         with mongo_errors():
