@@ -19,11 +19,20 @@ import re
 import uuid
 from dataclasses import dataclass
 
-# The events a period key seals: whatever they feed (sessions, conversations of the archive, traces)
-# lives for a bounded time counted from the event. Facts are not among them: a fact lives from the
-# subject's last question, not from its own record, so its events keep the subject's standing key.
+# The events a period key seals: whatever they feed (sessions, conversations of the archive, traces,
+# receipts) lives for a bounded time counted from the event. A receipt lives MEMLOG_TRACE_DAYS from
+# itself, in the receipts store and in its thread's served mark (the session's TTL), both within the
+# keep. Facts are not among them: a fact lives from the subject's last question, not from its own
+# record, so its events keep the subject's standing key.
 PERIOD_SEALED = frozenset(
-    {"memlog.QuestionAsked", "memlog.ToolCalled", "memlog.AnswerGiven", "memlog.ThreadFolded", "memlog.RunTraced"}
+    {
+        "memlog.QuestionAsked",
+        "memlog.ToolCalled",
+        "memlog.AnswerGiven",
+        "memlog.ThreadFolded",
+        "memlog.RunTraced",
+        "memlog.ReceiptRecorded",
+    }
 )
 
 _MONTH = re.compile(r"m(\d{4})-(\d{2})")

@@ -23,11 +23,13 @@ from projections.periods import (
     period_range,
     period_ref,
 )
+from projections.position import Position
+from projections.receipts import receipt_document
 from projections.sealing import needs_seal, seal, subject_ref
 from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.errors import PeriodShredded, Shredded
-from schemas.events import Envelope, QuestionAsked, ThreadEvent, from_record, to_record
+from schemas.events import Envelope, QuestionAsked, ReceiptRecorded, ThreadEvent, from_record, to_record
 from streams.period_keys import shred_due_periods
 from streams.sealer import Sealer
 from tests.unit.strategies import thread_events
@@ -169,3 +171,32 @@ async def test_the_scheduled_step_ledgers_what_it_shredded_and_nothing_when_none
     entries = await ledger.entries(kind="period-keys-shredded")
     assert len(entries) == 1 and entries[0]["keys"] == 2 and entries[0]["by"] == "schedule"
     assert "ann" not in repr(entries)
+
+
+async def test_a_receipt_is_sealed_by_its_period_and_outlived_by_its_key() -> None:
+    """A receipt lives MEMLOG_TRACE_DAYS from itself, so it takes the key of its period: once that key is
+    due the receipt it sealed has expired from the store, and its record no longer opens."""
+    settings = Settings(
+        retention_enabled=True,
+        trace_days=2,
+        retention_main_days=1,
+        retention_task_days=1,
+        retention_subagent_days=1,
+        chat_ttl_seconds=3600,
+    )
+    keep = settings.log_key_keep_ms()
+    assert keep is not None
+    vault = InMemoryKeyVault(os.urandom(32), periods=KeyPeriods(86_400))
+    sealer = Sealer(vault, cache_seconds=0, periods=KeyPeriods(86_400))
+    env = Envelope(tenant="t", subject="ann", thread="session", producer="p", occurred_at=NOW - 10 * DAY)
+    receipt = ReceiptRecorded(env, "rc-1", "x1", 0, "passed", "ann's chest holds 3 keys")
+    sealed = await sealer.seal(receipt.TYPE, to_record(receipt))
+    label = period_of(sealed["envelope"]["sealed"]["key_id"])
+    assert label == KeyPeriods(86_400).label(env.occurred_at)
+    stored = receipt_document(receipt, Position("traces", 0, 1), settings.redactor(), settings.trace_days)
+    assert stored["expires_at"] <= period_range(label)[1] + keep  # the receipt goes before its key
+    (opened,) = await sealer.open_many([(receipt.TYPE, sealed)])
+    assert isinstance(opened, dict) and from_record(receipt.TYPE, opened) == receipt
+    assert await shred_due_periods(vault, None, keep, NOW) == 1
+    (gone,) = await Sealer(vault, cache_seconds=0).open_many([(receipt.TYPE, sealed)])
+    assert isinstance(gone, PeriodShredded) and gone.period == label
