@@ -55,8 +55,8 @@ class Calibration:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-# Fitted by bench/calibrate_recall.py on the tenants of bench/recall_eval.FIT_TENANTS (recall_eval.json
-# and one tenant of recall_heldout.json) with all-MiniLM-L6-v2 (semantic) and with no model (lexical);
+# Fitted by bench/calibrate_recall.py on the tenants of FIT_TENANTS (tests/evaluation/recall_scoring.py:
+# recall_eval.json and one tenant of recall_heldout.json) with all-MiniLM-L6-v2 (semantic) and with no model (lexical);
 # reported on the other tenants only (docs/backend/facts.md, "How recall ranks").
 SEMANTIC = Calibration(cosine=11.793, lexical=0.038, cosine_gap=19.836, lexical_gap=2.195, bias=-3.573)
 LEXICAL = Calibration(cosine=0.0, lexical=9.849, cosine_gap=0.0, lexical_gap=7.174, bias=-2.985)

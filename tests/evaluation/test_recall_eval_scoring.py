@@ -1,11 +1,12 @@
-"""The pure scoring of bench/recall_eval.py: hits, nothing claimed, leaks, the subject-only restriction."""
+"""The pure scoring of the recall evaluation (tests/evaluation/recall_scoring.py, which bench/recall_eval.py
+uses): hits, nothing claimed, leaks, the subject-only restriction."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from bench.recall_eval import compound_questions, fact_table, judge, restricted_to_subjects, score
+from tests.evaluation.recall_scoring import compound_questions, fact_table, judge, restricted_to_subjects, score
 
 DATA = json.loads((Path(__file__).parents[1] / "fixtures" / "recall_heldout.json").read_text())
 FACTS = fact_table(DATA)

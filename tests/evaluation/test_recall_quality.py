@@ -1,6 +1,6 @@
 """Recall quality out of sample, with the pure ranking the service runs and its default policy: on the
-tenants the calibration was not fitted on (bench/recall_eval.REPORT_TENANTS: two tenants of
-tests/fixtures/recall_heldout.json with agents, subject facts, tenant knowledge, unanswerable
+tenants the calibration was not fitted on (REPORT_TENANTS of tests/evaluation/recall_scoring.py: two
+tenants of tests/fixtures/recall_heldout.json with agents, subject facts, tenant knowledge, unanswerable
 questions, and compound questions made from the set). The figures print in the test log and are
 written to .memlog-test/recall_eval.txt; the assertions hold the measured figures so a change that
 lowers them fails (the model is deterministic: these are not timings)."""
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.calibrate_recall import evaluate, questions, similarities
-from bench.recall_eval import FIT_TENANTS, REPORT_TENANTS
 from memlog.adapters.embeddings import LocalMiniLM
 from projections.recall import RecallPolicy
+from tests.evaluation.recall_ranking import evaluate, questions, similarities
+from tests.evaluation.recall_scoring import FIT_TENANTS, REPORT_TENANTS
 
 REPORT = Path(__file__).resolve().parents[2] / ".memlog-test" / "recall_eval.txt"
 
