@@ -83,9 +83,16 @@ async def api_client(settings: Settings, **options: Any) -> AsyncIterator[httpx.
 
 
 @pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of the module's running memlog (its `live` fixture)."""
-    async with api_client(live) as client:
+def api_headers() -> dict[str, str]:
+    """Headers every request of `http` carries: none here; a module whose API wants a credential on every
+    request overrides this fixture (test_refusals)."""
+    return {}
+
+
+@pytest.fixture
+async def http(live: Settings, api_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the module's running memlog (its `live` fixture), sending `api_headers`."""
+    async with api_client(live, headers=api_headers) as client:
         yield client
 
 

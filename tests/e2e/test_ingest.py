@@ -13,11 +13,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from memlog.config.settings import Settings
-from tests.e2e.conftest import memlog, own_settings
+from tests.e2e.conftest import api_client, memlog, own_settings
 from tests.e2e.residue import Scan, scan_kafka
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,8 +86,7 @@ async def test_raw_avro_on_the_ingest_topic_is_sealed_shown_and_erased_from_ever
     subject = f"s-{uuid.uuid4().hex[:8]}"
     marker = f"zebra{uuid.uuid4().hex[:10]}"
     exchange_id = produce_raw(live, subject, marker)
-    url = f"http://{live.api_host}:{live.api_port}"
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer tok-op"}, timeout=60) as http:
+    async with api_client(live, headers={"Authorization": "Bearer tok-op"}) as http:
         context: dict[str, object] = {}
         for _ in range(300):
             context = (await http.get(f"/v1/tenants/{TENANT}/subjects/{subject}/context")).json()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memlog.config.settings import Settings
-from tests.e2e.conftest import memlog, own_settings
+from tests.e2e.conftest import StartMemlog, api_client
 
 ROOT = Path(__file__).resolve().parents[2]
 A, B = "tenant-a", "tenant-b"
@@ -29,9 +29,13 @@ AGENT = "helper"
 
 
 @pytest.fixture(scope="module")
-def api(stack: Settings) -> Iterator[str]:
-    with memlog(own_settings(stack, backend_tokens=TOKENS, operator_tokens=["tok-op"])) as settings:
-        yield f"http://{settings.api_host}:{settings.api_port}"
+def live(start_memlog: StartMemlog) -> Settings:
+    return start_memlog(backend_tokens=TOKENS, operator_tokens=["tok-op"])
+
+
+@pytest.fixture(scope="module")
+def api(live: Settings) -> str:
+    return f"http://{live.api_host}:{live.api_port}"
 
 
 def mcp_url(api: str, tenant: str, subject: str, agent: str = AGENT) -> str:
@@ -71,9 +75,9 @@ TOOL_ARGUMENTS = {
 }
 
 
-async def test_every_tool_refuses_another_tenant_subject_or_agent_however_named(api: str) -> None:
+async def test_every_tool_refuses_another_tenant_subject_or_agent_however_named(live: Settings, api: str) -> None:
     subject = f"s-{uuid.uuid4().hex[:8]}"
-    async with httpx.AsyncClient(base_url=api, headers={"Authorization": "Bearer tok-op"}, timeout=60) as http:
+    async with api_client(live, headers={"Authorization": "Bearer tok-op"}) as http:
         other = await http.post(f"/v1/tenants/{A}/subjects/other/facts", json={"text": "Secret lane of other"})
         theirs = await http.post(f"/v1/tenants/{B}/subjects/{subject}/facts", json={"text": "Secret lane in B"})
         other_id = other.json()["fact_id"]
@@ -116,7 +120,7 @@ async def test_a_credential_of_another_tenant_or_none_opens_no_session(api: str)
         assert bad_name.status_code == 422 and bad_name.json()["detail"][0]["loc"] == ["path", "subject"]
 
 
-async def test_the_stdio_bridge_works_with_a_token_and_no_master_key(api: str) -> None:
+async def test_the_stdio_bridge_works_with_a_token_and_no_master_key(live: Settings, api: str) -> None:
     subject = f"s-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}  # no master key, no stores
     env["MEMLOG_API_TOKEN"] = "tok-a"
@@ -129,5 +133,5 @@ async def test_the_stdio_bridge_works_with_a_token_and_no_master_key(api: str) -
         assert not saved.is_error and saved.structured_content is not None, saved
         refused = await mcp.call_tool("recall", {"query": "train", "subject": "other"})
         assert refused.is_error
-    async with httpx.AsyncClient(base_url=api, headers={"Authorization": "Bearer tok-a"}, timeout=60) as http:
+    async with api_client(live, headers={"Authorization": "Bearer tok-a"}) as http:
         assert await facts_of(http, A, subject, saved.structured_content["position"]) == ["Takes the night train"]

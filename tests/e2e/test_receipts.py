@@ -4,41 +4,24 @@ on the context read and on the archived entries (search, export, an entry read).
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from memlog.config.settings import Settings
-from memlog.dev.processes import MemlogProcess, free_port, start_api, start_worker
 from schemas.events import now_ms
-from streams.topics import ensure_topics
-from tests.conftest import unique_settings
+from tests.e2e.conftest import StartMemlog
 from tests.e2e.reads import until_ok
 
-LOGS = Path(__file__).resolve().parents[2] / ".memlog-test" / "logs"
 MINUTE_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def live(stack: Settings) -> Iterator[Settings]:
+def live(start_memlog: StartMemlog) -> Settings:
     """One worker and an API where a call with no result is incomplete after 1 s."""
-    settings = unique_settings(stack, api_port=free_port(), tool_result_timeout_seconds=1.0)
-    asyncio.run(ensure_topics(settings))
-    processes: list[MemlogProcess] = [start_worker(settings, LOGS), start_api(settings, LOGS)]
-    yield settings
-    for process in reversed(processes):
-        process.stop()
-
-
-@pytest.fixture
-async def http(live: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{live.api_port}", timeout=60) as client:
-        yield client
+    return start_memlog(tool_result_timeout_seconds=1.0)
 
 
 async def posted(http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -30,7 +30,7 @@ CAFE = "caf\u00e9-token"  # a configured non-ASCII credential, sent as its UTF-8
 
 
 @pytest.fixture(scope="module")
-def guarded(stack: Settings) -> Iterator[Settings]:
+def live(stack: Settings) -> Iterator[Settings]:
     settings = own_settings(
         stack,
         backend_tokens={"tok-keep": TENANT, "tok-other": "other", CAFE: TENANT},
@@ -43,9 +43,9 @@ def guarded(stack: Settings) -> Iterator[Settings]:
 
 
 @pytest.fixture
-async def http(guarded: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with api_client(guarded, headers=BACKEND) as client:
-        yield client
+def api_headers() -> dict[str, str]:
+    """The shared `http` client (tests/e2e/conftest.py) sends the backend's credential on every request."""
+    return BACKEND
 
 
 def exchange(subject: str, **extra: Any) -> dict[str, Any]:
@@ -109,31 +109,31 @@ def head(path: str, length: int | None, *headers: str) -> str:
 # --- credentials and size: before the body is read ------------------------------------------------
 
 
-def test_a_request_without_a_credential_is_refused_before_its_body_is_read(guarded: Settings) -> None:
+def test_a_request_without_a_credential_is_refused_before_its_body_is_read(live: Settings) -> None:
     # the limit announced, 64 KiB sent: a server that read the body before the credential would wait
-    answer = raw_request(guarded.api_port, head("/v1/exchanges", MAX_BODY), b"{" + b" " * 65_535)
+    answer = raw_request(live.api_port, head("/v1/exchanges", MAX_BODY), b"{" + b" " * 65_535)
     assert status_of(answer) == 401
 
 
 @pytest.mark.parametrize("credential", [(), ("Authorization: Bearer tok-keep",)])
 def test_a_body_announced_past_the_limit_is_refused_before_it_is_read(
-    guarded: Settings, credential: tuple[str, ...]
+    live: Settings, credential: tuple[str, ...]
 ) -> None:
     # only the head: a server that waited for the announced body would never answer
-    answer = raw_request(guarded.api_port, head("/v1/exchanges", 100_000_000, *credential), b"")
+    answer = raw_request(live.api_port, head("/v1/exchanges", 100_000_000, *credential), b"")
     assert status_of(answer) == 413 and b"MEMLOG_MAX_BODY_BYTES" in answer
 
 
-def test_a_chunked_body_is_refused_once_it_passes_the_limit(guarded: Settings) -> None:
+def test_a_chunked_body_is_refused_once_it_passes_the_limit(live: Settings) -> None:
     chunk = b" " * 65_536
     chunked = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(MAX_BODY // len(chunk) + 2))
-    answer = raw_request(guarded.api_port, head("/v1/exchanges", None, "Authorization: Bearer tok-keep"), chunked)
+    answer = raw_request(live.api_port, head("/v1/exchanges", None, "Authorization: Bearer tok-keep"), chunked)
     assert status_of(answer) == 413
 
 
-async def test_a_non_ascii_bearer_token_is_refused_or_matched_never_a_500(guarded: Settings) -> None:
-    url = f"http://127.0.0.1:{guarded.api_port}/v1/tenants/{TENANT}/subjects/s/facts"
-    async with httpx.AsyncClient(timeout=30) as client:
+async def test_a_non_ascii_bearer_token_is_refused_or_matched_never_a_500(live: Settings) -> None:
+    url = f"/v1/tenants/{TENANT}/subjects/s/facts"
+    async with api_client(live) as client:
         unknown = await client.get(url, headers={"Authorization": "Bearer h\u00e9llo-\u00fc".encode()})
         assert unknown.status_code == 401, unknown.text
         known = await client.get(url, headers={"Authorization": f"Bearer {CAFE}".encode()})
