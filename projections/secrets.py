@@ -19,8 +19,10 @@ import base64
 import binascii
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 
 from projections import secret_phrases
 
@@ -245,23 +247,59 @@ def _groups(pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | N
 
 
 def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
-    """Query values holding a secret once percent-decoded. The whole text is decoded and searched once; only
-    when that finds something is each value decoded and searched, to know which ones to redact."""
-    if not find(unquote(text), is_secret_name, depth + 1):
-        return
-    for match in _QUERY_VALUE.finditer(text):
-        value = match.group(1)
-        if "%" in value and find(unquote(value), is_secret_name, depth + 1):
-            yield match.span(1)
+    """Query values holding a secret once percent-decoded. The values holding an escape are decoded together,
+    one to a line, and searched once; what that finds is mapped back to the values it lies in, so a text of
+    many encoded values costs one decoding and one search. A value that decodes to a line break (%0A) is
+    searched alone; past `budget` of those, the rest of them at once."""
+    encoded = [value for value in _QUERY_VALUE.findall(text) if "%" in value]
+    together = [value for value in encoded if "%0A" not in value and "%0a" not in value]
+    hit: set[int] = set()  # indexes in `encoded`
+    if together:
+        decoded = _unquote_loose("\n".join(together))
+        found = find(decoded, is_secret_name, depth + 1)
+        if found:
+            starts = list(accumulate((len(line) + 1 for line in decoded.split("\n")[:-1]), initial=0))
+            where = [index for index, value in enumerate(encoded) if "%0A" not in value and "%0a" not in value]
+            for start, end in found:
+                first = bisect_right(starts, start) - 1
+                hit.update(where[first : max(first + 1, bisect_right(starts, end - 1))])
+    left = secret_phrases.budget(text)
+    for index, value in enumerate(encoded) if len(together) < len(encoded) else ():
+        if "%0A" in value or "%0a" in value:
+            left -= 1
+            if left < 0 or find(_unquote_loose(value), is_secret_name, depth + 1):
+                hit.add(index)
+    if hit:
+        spans = (match.span(1) for match in _QUERY_VALUE.finditer(text) if "%" in match.group(1))
+        yield from (span for index, span in enumerate(spans) if index in hit)
 
 
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})++")
+# A '%' that starts no escape, in UTF-8.
+_LONE_PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 
 
 def unquote(text: str) -> str:
-    """Percent-decoding as urllib.parse.unquote does it (UTF-8, errors replaced), a run of escapes at a
-    time rather than one escape at a time."""
-    return _ESCAPES.sub(lambda run: bytes.fromhex(run.group().replace("%", "")).decode("utf-8", "replace"), text)
+    """Percent-decoding as urllib.parse.unquote does it (UTF-8, errors replaced)."""
+    if "%" not in text:
+        return text
+    try:
+        return _unquote_utf8(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate (urllib keeps it as it is): a run of escapes at a time
+        return _ESCAPES.sub(lambda run: bytes.fromhex(run.group().replace("%", "")).decode("utf-8", "replace"), text)
+
+
+def _unquote_loose(text: str) -> str:
+    """unquote, but a lone surrogate becomes U+FFFD (nothing a detector looks for): always in C."""
+    return _unquote_utf8(text.encode("utf-8", "surrogatepass")) if "%" in text else text
+
+
+def _unquote_utf8(raw: bytes) -> str:
+    """Percent escapes decoded in C, by the quoted-printable decoder: its '=' escaped first (=3D), a '%'
+    that starts no escape written as one (=25), then each '%' read as '='. The bytes are decoded once; a
+    literal character's UTF-8 starts a sequence of its own, so a broken escaped one ends where urllib's does."""
+    quoted = _LONE_PERCENT.sub(b"=25", raw.replace(b"=", b"=3D")).replace(b"%", b"=")
+    return binascii.a2b_qp(quoted).decode("utf-8", "replace")
 
 
 def _pem_blocks(text: str) -> Iterator[Span]:

@@ -59,7 +59,12 @@ def test_the_budget_grows_with_the_text() -> None:
     assert budget("") == 64 and budget("x" * 786_432) == 64 + 786_432 // 512
 
 
-@given(st.lists(st.sampled_from(["%41", "%e2%82%ac", "%e2%82", "%ZZ", "%4", "%", "a", "é", "/", "%2F", "%ff"])))
+PERCENT_PARTS = ["%41", "%e2%82%ac", "%e2%82", "%ZZ", "%4", "%", "a", "é", "/", "%2F", "%ff", "€", "\ud800"]
+# what the quoted-printable decoder that does it in C reads specially: '=', soft line breaks, '_', spaces
+QP_PARTS = ["=", "=41", "=3D", "%3D", "=\n", "=\r\n", "\n", "\r", " \n", "\t", "_", "%5F", "%0A", "%%41", "%=", "%00"]
+
+
+@given(st.lists(st.sampled_from(PERCENT_PARTS + QP_PARTS)))
 def test_percent_decoding_is_urllibs(parts: list[str]) -> None:
     text = "".join(parts)
     assert unquote(text) == urllib.parse.unquote(text)
