@@ -40,7 +40,7 @@ def shown_source(source: str, belongs_to: str) -> str:
     return "backend" if belongs_to == "tenant" and source == "subject" else source
 
 
-TENANT_KNOWLEDGE = ""  # the store key of a tenant's own facts: no subject is named "" (check_name)
+TENANT_KNOWLEDGE = ""  # the store key of a tenant's own facts: no subject is named "" (the name rule)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,9 @@ from starlette.types import Receive, Scope, Send
 
 from memlog.api.handlers import answer_for
 from memlog.app.credentials import Credentials
-from memlog.app.memory import Memory
+from memlog.app.memory import Memory, agent_names
 from memlog.mcp.bound import BOUND, Binding, build_bound_mcp
 from schemas.errors import MemlogError
-from schemas.events import check_name
 
 MCP_PATH = "/v1/tenants/{tenant}/subjects/{subject}/agents/{agent}/mcp"
 
@@ -52,16 +51,15 @@ class McpEndpoint:
         params = scope.get("path_params", {})
         headers = dict(scope.get("headers", []))
         try:
-            for name in ("tenant", "subject", "agent"):
-                check_name(name, params.get(name))
+            tenant, subject, agent = agent_names(params.get("tenant"), params.get("subject"), params.get("agent"))
             authorization = headers.get(b"authorization", b"").decode("latin-1") or None
-            self._credentials.check(authorization, params["tenant"])
+            self._credentials.check(authorization, tenant)
         except MemlogError as exc:
             refusal = answer_for(exc, lambda _: "path")
             assert refusal is not None
             await refusal(scope, receive, send)
             return
-        token = BOUND.set(Binding(params["tenant"], params["subject"], params["agent"]))
+        token = BOUND.set(Binding(tenant, subject, agent))
         try:
             await self._manager.handle_request(scope, receive, send)
         finally:

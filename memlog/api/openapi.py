@@ -1,5 +1,5 @@
 """The OpenAPI description states the rules memlog checks on a request, so a client, or a fuzzer, can
-tell a valid request from an invalid one: the name rule (schemas.events.check_name: 1 to 200
+tell a valid request from an invalid one: the name rule (schemas/envelope.py: 1 to 200
 characters, no control character) on every name, in a path, a query or a body; a position token's
 form for `after`; a question, a fact's text and a tool's name are never
 empty. memlog's own checks stay the ones that refuse (naming the field in their words); this only

@@ -7,7 +7,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from projections.ports import Idempotency
@@ -51,19 +51,24 @@ class Claims:
 
     async def run(
         self,
-        claim: Claim,
+        names: Sequence[tuple[str, object]],
+        claim: tuple[str, str, str],
+        keys: tuple[str | None, str | None],
         subject: str | None,
         fields: Any,
         write: Callable[[], Awaitable[dict[str, Any]]],
         what: str = "a write",
     ) -> dict[str, Any]:
-        """`write`'s answer; with a key (the claim's last part, None: no key) at most once per claim,
-        a retry with the same `fields` answered as the first attempt was."""
-        if not claim[3]:
-            return await write()
-        for name, value in (("tenant", claim[0]), ("idempotency_key", claim[3])):
+        """`write`'s answer; with a key (`keys`: the header's and the body's, see one_key) at most once per
+        claim (tenant, kind, owner, key), a retry with the same `fields` answered as the first attempt was.
+        The request's `names` (field, value) are checked first: a bad one claims and writes nothing."""
+        for name, value in names:
             check_name(name, value)
-        answer, _ = await self.once(claim, subject, digest_of(fields), write, what)
+        key = one_key(*keys)
+        if not key:
+            return await write()
+        check_name("tenant", claim[0])
+        answer, _ = await self.once((*claim, key), subject, digest_of(fields), write, what)
         return answer
 
     async def once(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.app.evidence import Evidence
+from memlog.app.positions import Ready, at_once
 from projections.archives import (
     EXPORT_PAGE_MAX,
     MAX_NEIGHBOUR_RADIUS,
@@ -64,6 +65,14 @@ def conversation_ref(tenant: str, thread: str, conversation: str = MAIN_CONVERSA
     """A conversation as the API's paths and the CLI's arguments name it; `thread` as parse_thread reads it."""
     kind, owner = parse_thread(thread)
     return ConversationRef(check_name("tenant", tenant), kind, owner, check_name("conversation", conversation))
+
+
+async def named(conversation: str | None, ready: Ready) -> None:
+    """A read's conversation filter, by the name rule; then `ready`, the request's wait for `after`: a bad
+    name waits for nothing."""
+    if conversation is not None:
+        check_name("conversation", conversation)
+    await ready()
 
 
 def target_key(conversation: str) -> str:
@@ -131,9 +140,11 @@ class Conversations:
         day: str | None = None,
         tz: str | None = None,
         group: Grouping = "exchange",
+        ready: Ready = at_once,
     ) -> dict[str, Any]:
         """`day` (YYYY-MM-DD in `tz`, UTC by default) narrows since/until to that local day (intersected).
         One result per exchange (`group`), ranked by BM25 over the thread's exchanges (projections/ranking.py)."""
+        await named(conversation, ready)
         if not query.strip():
             raise InvalidEvent("q", "must not be empty")
         since, until = narrow(since, until, day, tz)
@@ -237,6 +248,7 @@ class Conversations:
         since: int | None = None,
         until: int | None = None,
         cursor: str | None = None,
+        ready: Ready = at_once,
     ) -> dict[str, Any]:
         """The local days (in `tz`, UTC by default) that have entries in scope, newest first, with their counts.
 
@@ -244,6 +256,7 @@ class Conversations:
         [since, until); `next_cursor` goes on with older days (it skips a gap with no entries at once).
         Counted from one snapshot, as search is: entries appended after the first page are not in it.
         """
+        await named(conversation, ready)
         zone_info = zone(tz)
         bound = binding("calendar", tenant, thread, owner, scope, conversation, zone_info.key, since, until)
         low = clamp(FIRST_MS if since is None else since)
@@ -480,6 +493,7 @@ class Conversations:
     ) -> dict[str, Any]:
         """Dry run by default: the targets. Confirmed: each target is re-checked, then purged (the worker
         runs the same on its own every MEMLOG_RETENTION_CHECK_SECONDS)."""
+        check_name("tenant", tenant)
         return await apply_retention(
             self.store,
             self._producer() if confirm else None,

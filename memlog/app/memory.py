@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memlog.app.positions import Ready, at_once
 from projections.archives import decode_cursor, encode_cursor
 from projections.cursors import Cursors, number, text, whole
 from projections.engines import EmbeddingFailed, QuestionEncoding
@@ -156,6 +157,22 @@ def _cosines(question: Sequence[float], vectors: Sequence[Sequence[float]]) -> l
     return [float(v) for v in (matrix @ q) / np.where(norms == 0, 1.0, norms)]
 
 
+def named(tenant: str, subject: str | None, agent: str | None = None) -> None:
+    """The names a fact command or read acts for, by the name rule (`subject=None`: the tenant's knowledge;
+    `agent=None`: no agent): checked at its entry, before it waits, claims or writes anything."""
+    check_name("tenant", tenant)
+    if subject is not None:
+        check_name("subject", subject)
+    if agent is not None:
+        check_name("agent", agent)
+
+
+def agent_names(tenant: object, subject: object, agent: object) -> tuple[str, str, str]:
+    """The tenant, subject and agent an agent's memory tools act for, by the name rule: the MCP endpoint
+    binds a request to them, and checks them here before it looks at the credential."""
+    return check_name("tenant", tenant), check_name("subject", subject), check_name("agent", agent)
+
+
 def _cursor_key(position: list[Any]) -> PageKey:
     return (
         whole(position[0]),
@@ -276,26 +293,36 @@ class Memory:
             await self._slots.release(tenant, owner, fact_id)
             raise
 
-    async def revise(self, tenant: str, subject: str | None, fact_id: str, text: object, agent: str | None) -> Position:
+    async def revise(
+        self, tenant: str, subject: str | None, fact_id: str, text: object, agent: str | None, *, ready: Ready = at_once
+    ) -> Position:
+        """Edit a fact; `ready`: the wait for what the request has just written, once its names are checked."""
+        named(tenant, subject)
+        await ready()
         text = self._text(text)
         await self._existing(tenant, subject, fact_id, agent)
         return await self._producer.produce([FactRevised(self.envelope(tenant, subject, agent), fact_id, text)])
 
-    async def forget(self, tenant: str, subject: str | None, fact_id: str, agent: str | None) -> Position:
-        return (await self.forget_everywhere(tenant, subject, fact_id, agent))[0]
+    async def forget(
+        self, tenant: str, subject: str | None, fact_id: str, agent: str | None, *, ready: Ready = at_once
+    ) -> Position:
+        return (await self.forget_everywhere(tenant, subject, fact_id, agent, ready=ready))[0]
 
     async def forget_everywhere(
-        self, tenant: str, subject: str | None, fact_id: str, agent: str | None
+        self, tenant: str, subject: str | None, fact_id: str, agent: str | None, *, ready: Ready = at_once
     ) -> tuple[Position, Position | None]:
         """Delete a fact, and its text from the session's copy of the remember call that saved it.
 
         Returns the fact's position and the transcript's (None when no recorded call saved it).
         """
+        named(tenant, subject)
+        await ready()
         await self._existing(tenant, subject, fact_id, agent)
         position = await self._producer.produce([FactForgotten(self.envelope(tenant, subject, agent), fact_id)])
         return position, await self._forget_in_transcript(tenant, subject, {fact_id})
 
     async def clear(self, tenant: str, subject: str | None) -> Position:
+        named(tenant, subject)
         position = await self._producer.produce([FactsCleared(self.envelope(tenant, subject, None), "cleared")])
         await self._forget_in_transcript(tenant, subject, None)
         return position
@@ -337,7 +364,10 @@ class Memory:
             raise NotFound(f"{whose} has no fact {fact_id}")
         return fact
 
-    async def facts(self, tenant: str, subject: str | None, agent: str | None) -> list[Fact]:
+    async def facts(self, tenant: str, subject: str | None, agent: str | None, *, ready: Ready = at_once) -> list[Fact]:
+        """The facts the agent may see (all of them without an agent); `ready` as for revise."""
+        named(tenant, subject, agent)
+        await ready()
         return [fact for fact in (await self.state(tenant, subject)).facts if fact.visible_to(agent)]
 
     async def pool(self, tenant: str, subject: str | None, agent: str | None, *, shared_only: bool) -> list[Candidate]:
@@ -408,8 +438,12 @@ class Memory:
         *,
         limit: int | None = None,
         cursor: str | None = None,
+        ready: Ready = at_once,
     ) -> RecallPage:
-        """The facts the query finds, as recall gives them (the strict policy: only those that bear)."""
+        """The facts the query finds, as recall gives them (the strict policy: only those that bear);
+        `ready` as for revise."""
+        named(tenant, subject, agent)
+        await ready()
         return await self.recall(tenant, subject, query, agent, limit=limit, cursor=cursor, route="facts")
 
     async def _question(self, question: str) -> list[float] | None:
@@ -469,6 +503,7 @@ class Memory:
         With an exchange id (and the call's index in it) the call is logged as a ToolCalled of that
         exchange, so it renders in the transcript (seed 003: "Each call renders in the transcript").
         """
+        named(tenant, subject, agent)
         if exchange_id is not None and call_index is None:
             raise InvalidEvent("call_index", "is needed to record the call in an exchange")
         result = await self._run(tenant, subject, agent, name, arguments)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,15 @@ from schemas.errors import InvalidEvent, LogUnavailable, NotCaughtUp
 from streams.positions import LogPositions
 
 LAGGING_TOPICS = ("threads", "facts", "traces", "privacy")
+# A read-your-writes wait (a route's `after`), handed to a use case, which runs it once it has checked the
+# request's names: a bad name answers at once and waits for nothing.
+Ready = Callable[[], Awaitable[None]]
+
+
+async def at_once() -> None:
+    """The wait of a request that names no position: none."""
+
+
 # with signals, a waiter still looks this often: the facts, traces and privacy checkpoints (MongoDB) send none
 SIGNALLED_POLL_SECONDS = 0.05
 

@@ -14,7 +14,7 @@ from projections.paging import ledger_cursor, ledger_key, list_binding
 from projections.ports import Exports, Ledger
 from projections.position import Position
 from schemas.errors import NotCaughtUp
-from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested
+from schemas.events import SESSION_THREAD, Envelope, SubjectErased, SubjectExportRequested, check_name
 from streams.producer import EventProducer
 from streams.sealer import Sealer
 
@@ -102,6 +102,8 @@ class SubjectRequests:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Operator requests and what they did (erasure counts, never content), newest first, and the
         cursor of the next page (None on the last)."""
+        if subject is not None:
+            check_name("subject", subject)
         bound = list_binding("ledger", tenant, subject)
         before = None if cursor is None else ledger_key(self._cursors, cursor, bound)
         found = await self._ledger.entries(tenant=tenant, subject=subject, limit=limit + 1, before=before)

@@ -180,6 +180,8 @@ class Runs:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Recent runs of a tenant, by shape only, without their timelines, and the cursor of the next
         page (None on the last)."""
+        if agent is not None:
+            check_name("agent", agent)
         check_name("tenant", tenant)
         bound = list_binding("runs", tenant, agent, status, since, until)
         before = None if cursor is None else run_key(self._cursors, cursor, bound)

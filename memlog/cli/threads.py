@@ -9,7 +9,7 @@ from memlog.app.conversations import conversation_ref
 from memlog.config.settings import Settings
 from memlog.services import CLI_PRODUCER, open_services
 from schemas.errors import InvalidEvent
-from schemas.events import check_name, now_ms
+from schemas.events import now_ms
 
 
 def _flag(value: str | None) -> bool | None:
@@ -45,7 +45,7 @@ async def run_threads(settings: Settings, args: argparse.Namespace) -> str:
 async def run_retention(settings: Settings, args: argparse.Namespace) -> str:
     async with open_services(settings, producer=args.confirm, producer_name=CLI_PRODUCER) as services:
         report = await services.threads(read_only=not args.confirm).retention(
-            check_name("tenant", args.tenant),
+            args.tenant,
             settings.retention_policy(),
             args.now if args.now is not None else now_ms(),
             confirm=args.confirm,

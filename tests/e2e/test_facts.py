@@ -430,3 +430,44 @@ async def test_the_forget_tool_takes_the_fact_out_of_the_next_prompt(http: httpx
     read = await http.get("/v1/tenants/castle/subjects/gil/context", params={"after": after, "wait": 30})
     body = read.json()
     assert text not in body["rendered"] and text not in json.dumps(body["exchanges"]), body
+
+
+async def test_a_bad_name_is_refused_naming_it_before_any_wait_or_claim(http: httpx.AsyncClient) -> None:
+    """Names are checked at the use case's entry, before it waits for `after` (a position never applied
+    here: a wait would end in 503) or claims an idempotency key."""
+    late = {"wait": "0.5"}
+    facts_at, threads_at = "facts.0.999999999", "threads.0.999999999"
+    asks: list[tuple[str, str, dict[str, str], dict[str, Any] | None, list[str]]] = [
+        (
+            "GET",
+            "/v1/tenants/castle/subjects/ann/facts",
+            {"agent": "a\x01", "after": facts_at},
+            None,
+            ["query", "agent"],
+        ),
+        ("GET", "/v1/tenants/castle/facts", {"agent": "a\x01", "after": facts_at}, None, ["query", "agent"]),
+        ("PATCH", "/v1/tenants/castle/subjects/a%01/facts/f1", {"after": facts_at}, {"text": "x"}, ["path", "subject"]),
+        ("DELETE", "/v1/tenants/castle/subjects/a%01/facts/f1", {"after": facts_at}, None, ["path", "subject"]),
+        ("POST", "/v1/tenants/castle/subjects/a%01/facts", {}, {"text": "x"}, ["path", "subject"]),
+        ("POST", "/v1/tenants/castle/subjects/ann/agents/a%01/tools/recall", {}, {"arguments": {}}, ["path", "agent"]),
+        (
+            "GET",
+            "/v1/tenants/castle/threads/session:ann/search",
+            {"q": "tea", "conversation": "a\x01", "after": threads_at},
+            None,
+            ["query", "conversation"],
+        ),
+        (
+            "GET",
+            "/v1/tenants/castle/threads/session:ann/calendar",
+            {"conversation": "a\x01", "after": threads_at},
+            None,
+            ["query", "conversation"],
+        ),
+    ]
+    for method, path, params, body, loc in asks:
+        response = await http.request(
+            method, path, params={**params, **late}, json=body, headers={"Idempotency-Key": "bad-name-1"}
+        )
+        assert (response.status_code, response.json()["detail"][0]["loc"]) == (422, loc), (method, path, response.text)
+        assert "control character" in response.json()["detail"][0]["msg"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -15,7 +16,7 @@ from memlog.app.conversations import conversation_ref
 from projections.archives import ConversationRef
 from projections.position import Position
 from schemas.errors import NotFound
-from schemas.events import check_name, now_ms
+from schemas.events import now_ms
 from schemas.limits import INT64_MAX
 
 router = APIRouter()
@@ -88,9 +89,6 @@ async def search(
 ) -> dict[str, Any]:
     """Explicit search over the thread's archived originals (004, "Search and recall")."""
     ref = conversation_ref(tenant, thread)
-    if conversation is not None:
-        check_name("conversation", conversation)
-    await services.positions.wait_all(after, wait, archive=True)
     return await unless_gone(
         request,
         services.threads().search(
@@ -108,6 +106,7 @@ async def search(
             day=day,
             tz=tz,
             group=group,
+            ready=functools.partial(services.positions.wait_all, after, wait, archive=True),
         ),
     )
 
@@ -211,9 +210,6 @@ async def calendar(
     """The local days (in `tz`) with archived entries and how many, newest first: at most 366 days an
     answer, ending with the day of the newest entry in [since, until); `next_cursor` pages to older days."""
     ref = conversation_ref(tenant, thread)
-    if conversation is not None:
-        check_name("conversation", conversation)
-    await services.positions.wait_all(after, wait, archive=True)
     return await services.threads().calendar(
         ref.tenant,
         ref.thread,
@@ -224,6 +220,7 @@ async def calendar(
         since=since,
         until=until,
         cursor=cursor,
+        ready=functools.partial(services.positions.wait_all, after, wait, archive=True),
     )
 
 
@@ -417,7 +414,6 @@ async def purge(
 @router.post("/v1/tenants/{tenant}/retention", dependencies=OPERATOR_ONLY)
 async def retention(tenant: str, services: ServicesDep, body: RetentionIn | None = None) -> dict[str, Any]:
     """Operators only: a dry run by default; with confirm, each target is re-checked, then purged."""
-    check_name("tenant", tenant)
     run = body or RetentionIn()
     now = run.now if run.now is not None else now_ms()
     return await services.threads().retention(tenant, services.settings.retention_policy(), now, confirm=run.confirm)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query
@@ -9,11 +10,10 @@ from fastapi import APIRouter, Query
 from memlog.api.auth import TENANT_ONLY
 from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
-from memlog.app.claims import one_key
 from memlog.app.memory import TOOL_DEFINITIONS, recalled_view
+from memlog.app.positions import Ready
 from memlog.services import Services
 from projections.facts import shown_source
-from schemas.events import check_name
 
 router = APIRouter()
 FACTS = "/v1/tenants/{tenant}/subjects/{subject}/facts"
@@ -25,9 +25,6 @@ async def remember(
 ) -> FactAccepted:
     """Save a fact: by the subject by hand (seed 000 "/allay memory <text>"), or by an agent. With an
     idempotency key a retry saves nothing twice."""
-    check_name("tenant", tenant)
-    check_name("subject", subject)
-    key = one_key(idempotency_key, body.idempotency_key) or ""
 
     async def write() -> dict[str, Any]:
         fact_id, position = await services.memory.remember(
@@ -35,8 +32,12 @@ async def remember(
         )
         return {"fact_id": fact_id, "position": position.token()}
 
+    names = (("tenant", tenant), ("subject", subject))
+    keys = (idempotency_key, body.idempotency_key)
     fields = body.model_dump(exclude={"idempotency_key"})
-    return FactAccepted(**await services.claims.run((tenant, "facts", subject, key), subject, fields, write, "a fact"))
+    return FactAccepted(
+        **await services.claims.run(names, (tenant, "facts", subject), keys, subject, fields, write, "a fact")
+    )
 
 
 SEARCH = Query(default=None, description="Search: the facts that bear on it, best first (docs: How recall ranks).")
@@ -58,10 +59,8 @@ async def list_facts(
 ) -> FactsOut:
     """Every fact memlog keeps about the subject (seed 000 "/allay memory"): listable, searchable.
     A search ranks the tenant's knowledge with them; each result says which it is (`belongs_to`)."""
-    check_name("tenant", tenant)
-    check_name("subject", subject)
-    await services.positions.wait_all(after, wait)
-    return await facts_out(services, tenant, subject, agent, q, limit, cursor)
+    ready = functools.partial(services.positions.wait_all, after, wait)
+    return await facts_out(services, tenant, subject, agent, q, limit, cursor, ready)
 
 
 async def facts_out(
@@ -72,20 +71,20 @@ async def facts_out(
     q: str | None,
     limit: int | None,
     cursor: str | None,
+    ready: Ready,
 ) -> FactsOut:
     """A subject's facts, or with `subject=None` the tenant's knowledge: all of them the agent may see,
-    or with `q` the page of those that bear on it (the tenant's knowledge ranked with a subject's)."""
-    if agent is not None:
-        check_name("agent", agent)
+    or with `q` the page of those that bear on it (the tenant's knowledge ranked with a subject's);
+    `ready`: the request's wait for `after`, run by the use case once it has checked the names."""
     most = services.settings.facts_max if subject is not None else services.settings.tenant_facts_max
     if q:
-        found = await services.memory.search(tenant, subject, q, agent, limit=limit, cursor=cursor)
+        found = await services.memory.search(tenant, subject, q, agent, limit=limit, cursor=cursor, ready=ready)
         facts = [FactOut(**recalled_view(hit)) for hit in found.hits]
         return FactsOut(tenant=tenant, subject=subject, facts=facts, limit=most, next_cursor=found.next_cursor)
     belongs_to: Literal["subject", "tenant"] = "subject" if subject is not None else "tenant"
     listed = [
         FactOut(**{**fact.view(), "source": shown_source(fact.source, belongs_to)}, belongs_to=belongs_to)
-        for fact in await services.memory.facts(tenant, subject, agent)
+        for fact in await services.memory.facts(tenant, subject, agent, ready=ready)
     ]
     return FactsOut(tenant=tenant, subject=subject, facts=listed, limit=most)
 
@@ -97,8 +96,8 @@ async def revise(
     tenant: str, subject: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
 ) -> FactAccepted:
     """Edit a fact. `after` makes sure a fact just saved is seen first."""
-    await services.positions.wait_all(after)
-    position = await services.memory.revise(tenant, subject, fact_id, body.text, body.agent)
+    ready = functools.partial(services.positions.wait_all, after)
+    position = await services.memory.revise(tenant, subject, fact_id, body.text, body.agent, ready=ready)
     return FactAccepted(fact_id=fact_id, position=position.token())
 
 
@@ -109,8 +108,8 @@ async def forget(
     tenant: str, subject: str, fact_id: str, services: ServicesDep, after: str | None = AFTER
 ) -> FactAccepted:
     """Delete a fact; it influences no later read."""
-    await services.positions.wait_all(after)
-    position, transcript = await services.memory.forget_everywhere(tenant, subject, fact_id, None)
+    ready = functools.partial(services.positions.wait_all, after)
+    position, transcript = await services.memory.forget_everywhere(tenant, subject, fact_id, None, ready=ready)
     return FactAccepted(
         fact_id=fact_id,
         position=position.token(),
@@ -121,8 +120,6 @@ async def forget(
 @router.delete(FACTS, status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY)
 async def forget_all(tenant: str, subject: str, services: ServicesDep) -> FactAccepted:
     """Delete every fact (seed 000 "/allay forget")."""
-    check_name("tenant", tenant)
-    check_name("subject", subject)
     position = await services.memory.clear(tenant, subject)
     return FactAccepted(fact_id="*", position=position.token())
 
@@ -149,15 +146,13 @@ async def run_tool(
 ) -> dict[str, Any]:
     """Execute remember, recall or forget for an agent; with exchange_id the call joins the transcript.
     With an idempotency key a retry runs nothing twice and is answered with the first run's result."""
-    check_name("tenant", tenant)
-    check_name("subject", subject)
-    check_name("agent", agent)
-    key = one_key(idempotency_key, body.idempotency_key) or ""
 
     async def write() -> dict[str, Any]:
         return await services.memory.run_tool(
             tenant, subject, agent, name, body.arguments, exchange_id=body.exchange_id, call_index=body.call_index
         )
 
+    names = (("tenant", tenant), ("subject", subject), ("agent", agent))
+    keys = (idempotency_key, body.idempotency_key)
     fields = {"agent": agent, "name": name, **body.model_dump(exclude={"idempotency_key"})}
-    return await services.claims.run((tenant, "tool-runs", subject, key), subject, fields, write, "a tool run")
+    return await services.claims.run(names, (tenant, "tool-runs", subject), keys, subject, fields, write, "a tool run")

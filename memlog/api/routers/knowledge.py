@@ -3,6 +3,7 @@ for every subject of the tenant, agent-scoped or shared like a subject's facts."
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastapi import APIRouter, Query
@@ -11,8 +12,6 @@ from memlog.api.auth import TENANT_ONLY
 from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactsOut, KnowledgeIn
 from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH, facts_out
-from memlog.app.claims import one_key
-from schemas.events import check_name
 
 router = APIRouter()
 KNOWLEDGE = "/v1/tenants/{tenant}/facts"
@@ -24,8 +23,6 @@ async def remember(
 ) -> FactAccepted:
     """Save a fact of the tenant: every agent recalls a shared one for every subject; an agent-scoped
     one only that agent. It counts against MEMLOG_TENANT_FACTS_MAX, not against any subject's limit."""
-    check_name("tenant", tenant)
-    key = one_key(idempotency_key, body.idempotency_key) or ""
 
     async def write() -> dict[str, Any]:
         # written by the backend, agent-scoped or not: `backend` (the event's `subject` source, by hand)
@@ -34,8 +31,11 @@ async def remember(
         )
         return {"fact_id": fact_id, "position": position.token()}
 
+    names, keys = (("tenant", tenant),), (idempotency_key, body.idempotency_key)
     fields = body.model_dump(exclude={"idempotency_key"})
-    return FactAccepted(**await services.claims.run((tenant, "knowledge", "", key), None, fields, write, "a fact"))
+    return FactAccepted(
+        **await services.claims.run(names, (tenant, "knowledge", ""), keys, None, fields, write, "a fact")
+    )
 
 
 @router.get(KNOWLEDGE, response_model=FactsOut, dependencies=TENANT_ONLY)
@@ -50,11 +50,8 @@ async def list_knowledge(
     cursor: str | None = CURSOR,
 ) -> FactsOut:
     """The tenant's knowledge: listable, searchable."""
-    check_name("tenant", tenant)
-    if agent is not None:
-        check_name("agent", agent)
-    await services.positions.wait_all(after, wait)
-    return await facts_out(services, tenant, None, agent, q, limit, cursor)
+    ready = functools.partial(services.positions.wait_all, after, wait)
+    return await facts_out(services, tenant, None, agent, q, limit, cursor, ready)
 
 
 @router.patch(
@@ -68,9 +65,8 @@ async def revise(
     tenant: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
 ) -> FactAccepted:
     """Edit a fact of the tenant. `after` makes sure a fact just saved is seen first."""
-    check_name("tenant", tenant)
-    await services.positions.wait_all(after)
-    position = await services.memory.revise(tenant, None, fact_id, body.text, body.agent)
+    ready = functools.partial(services.positions.wait_all, after)
+    position = await services.memory.revise(tenant, None, fact_id, body.text, body.agent, ready=ready)
     return FactAccepted(fact_id=fact_id, position=position.token())
 
 
@@ -83,7 +79,6 @@ async def revise(
 )
 async def forget(tenant: str, fact_id: str, services: ServicesDep, after: str | None = AFTER) -> FactAccepted:
     """Delete a fact of the tenant; it influences no later read of any subject."""
-    check_name("tenant", tenant)
-    await services.positions.wait_all(after)
-    position = await services.memory.forget(tenant, None, fact_id, None)
+    ready = functools.partial(services.positions.wait_all, after)
+    position = await services.memory.forget(tenant, None, fact_id, None, ready=ready)
     return FactAccepted(fact_id=fact_id, position=position.token())

@@ -11,7 +11,6 @@ from memlog.api.auth import OPERATOR_ONLY, requested_by
 from memlog.api.deps import NOT_FOUND, ServicesDep
 from memlog.api.models import EraseIn, PrivacyOut
 from schemas.errors import NotFound
-from schemas.events import check_name
 
 router = APIRouter()
 SUBJECT = "/v1/tenants/{tenant}/subjects/{subject}"
@@ -72,8 +71,6 @@ async def ledger(
 ) -> list[dict[str, Any]]:
     """Operator requests and what they did (erasure counts, never content), newest first; the body stays
     a list, and the `Next-Cursor` header pages on (a cursor is bound to `subject`: 422 `cursor` otherwise)."""
-    if subject is not None:
-        check_name("subject", subject)
     entries, following = await services.subject_requests.ledger(
         tenant=tenant, subject=subject, limit=limit, cursor=cursor
     )

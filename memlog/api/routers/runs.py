@@ -12,7 +12,6 @@ from memlog.api.deps import AFTER, NOT_FOUND, ServicesDep
 from memlog.api.models import ReceiptAccepted, ReceiptIn, RunAccepted, RunIn
 from memlog.app.admin import TRACES_PAGE
 from schemas.errors import InvalidEvent, NotFound
-from schemas.events import check_name
 from schemas.limits import INT64_MAX
 
 router = APIRouter()
@@ -51,8 +50,6 @@ async def runs(
 ) -> dict[str, Any]:
     """Recent runs of a tenant, by shape only, newest first; `next_cursor` pages on (null on the last
     page; a cursor is bound to the filters it was issued with: 422 `cursor` with others)."""
-    if agent is not None:
-        check_name("agent", agent)
     shapes, following = await services.runs.recent(
         tenant, agent=agent, status=status, since=since, until=until, limit=limit, after=after, cursor=cursor
     )
