@@ -68,3 +68,22 @@ QP_PARTS = ["=", "=41", "=3D", "%3D", "=\n", "=\r\n", "\n", "\r", " \n", "\t", "
 def test_percent_decoding_is_urllibs(parts: list[str]) -> None:
     text = "".join(parts)
     assert unquote(text) == urllib.parse.unquote(text)
+
+
+SLOW_WALK = Redactor.build(extra_patterns=["(?!)"])  # a pattern that never matches: every key read one by one
+KEYS = st.one_of(
+    st.sampled_from(["id", "name", "k12x", "item_7", "pw", "p4ssw0rd", "pаssword", "tokens", "api-key", "x9"]),
+    st.sampled_from(["hunter2", "Authorization", "sk_live_abc", "max_tokens", "keyboard", "a.b-c", "ü1", "ke\ny"]),
+    st.text(alphabet="abkeypinsw0123_.-", min_size=1, max_size=14),
+)
+VALUES = st.one_of(
+    st.sampled_from(["password", "token", "p4ss", "x", "", "the cat", "4111111111111111", "hunter2"]),
+    st.integers(),
+    st.none(),
+    st.lists(st.sampled_from(["abc", "x-1", "the cat", "sk_live_51Habcdefghijklmnop"]), max_size=3),
+)
+
+
+@given(st.lists(st.dictionaries(KEYS, VALUES, max_size=40), min_size=1, max_size=3))
+def test_an_object_whose_keys_are_cleared_at_once_is_redacted_as_key_by_key(objects: list[dict[str, object]]) -> None:
+    assert REDACTOR.value(objects) == SLOW_WALK.value(objects)
