@@ -321,6 +321,7 @@ class PurgeConversation:
     before: int
     expect_last_seq: int | None = None
     retention: bool = False  # seed 004: a retention purge never touches main or an unfinished conversation
+    generations_until: int | None = None  # only what folds or resets at this offset or before took out (generations)
 
 
 ArchiveOp = InsertEntries | ArchiveGeneration | MoveConversation | ForkConversation | SetMeta | PurgeConversation
@@ -455,7 +456,7 @@ def plan_archive(
             ops.append(SetMeta(ref, event.archived, event.protected, event.kind, event.label))
         elif isinstance(event, ThreadPurged):
             retention = event.reason == RETENTION_PURGE
-            ops.append(PurgeConversation(ref, at, event.expect_last_seq, retention))
+            ops.append(PurgeConversation(ref, at, event.expect_last_seq, retention, event.generations_until))
     flush()
     return ops
 
@@ -532,6 +533,11 @@ class RetentionPolicy:
 
     enabled: bool = False
     days: Mapping[str, float] = field(default_factory=lambda: {"main": 60, "task": 30, "subagent": 7})
+    generation_ms: int = 60 * DAY_MS  # a generation of main's, from its newest entry (projections/generations.py)
+
+    def keep_ms(self) -> int:
+        """The longest a conversation, or a generation of main's, is kept once enabled."""
+        return max(round(max(self.days.values()) * DAY_MS), self.generation_ms)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
 from projections.facts import SubjectFacts
+from projections.generations import GenerationAge
 from projections.namespaces import NamespaceEntry
 from projections.position import Position
 from projections.ready import ReadyThread
@@ -237,6 +238,11 @@ class ConversationArchive(Protocol):
 
     async def tenants(self) -> list[str]:
         """Every tenant with a conversation archived (scheduled retention goes through them)."""
+        ...
+
+    async def generation_ages(self, ref: ConversationRef) -> list[GenerationAge]:
+        """The conversation's generations (what each fold or reset took out of its transcript), oldest
+        first, with their newest entry's time: what main's generation age limit reads."""
         ...
 
     async def candidates(

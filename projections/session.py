@@ -295,12 +295,11 @@ def _apply_other(
     covered: Mapping[str, Exchange | None] | None,
 ) -> SessionChange | None:
     env = event.envelope
-    if isinstance(event, ThreadRenamed | ThreadPurged):
-        # the current conversation moved away or was purged: the session starts afresh, like a reset
-        last = head.last_question_at if head else env.occurred_at
+    if isinstance(event, ThreadRenamed) or (isinstance(event, ThreadPurged) and event.generations_until is None):
+        last = head.last_question_at if head else env.occurred_at  # moved away or purged: afresh, like a reset
         return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")
-    if isinstance(event, ThreadForked | ThreadArchived):
-        return None  # fork and archive metadata leave the source conversation as it is
+    if isinstance(event, ThreadForked | ThreadArchived | ThreadPurged):
+        return None  # fork, archive metadata and a purge of main's older generations leave the transcript as it is
     if isinstance(event, ThreadReset):
         last = head.last_question_at if head else env.occurred_at
         return SessionChange(None, True, 0, last, max(last, env.occurred_at) + ttl_ms, summary="")

@@ -221,6 +221,9 @@ class ThreadPurged:
     conversation: str
     reason: str | None = None
     expect_last_seq: int | None = None  # retention: only while the newest entry is still this one
+    # retention of main's older generations (v2): only what a fold or reset at this offset or before took
+    # out of the transcript goes; the conversation and its transcript stay
+    generations_until: int | None = None
 
     def __post_init__(self) -> None:
         check_name("conversation", self.conversation)

@@ -20,6 +20,7 @@ from projections.archives import (
     plan_retention,
     retention_reason,
 )
+from projections.generations import generations_due, generations_reason
 from projections.ports import ConversationArchive, Ledger
 from schemas.errors import StoreUnavailable
 from schemas.events import AUTOMATION_THREAD, SESSION_THREAD, Envelope, ThreadPurged
@@ -54,17 +55,23 @@ async def apply_retention(
     by: str = "operator",
 ) -> dict[str, Any]:
     """Dry run by default: the targets. Confirmed: each target is re-checked, then purged, and each purge is
-    recorded in the ledger (kind `retention`; a session's subject only as its digest)."""
-    targets = plan_retention(await store.conversations(tenant), policy, now_ms)
+    recorded in the ledger (kind `retention`; a session's subject only as its digest). Main's older
+    generations past `policy.generation_ms` are listed (`generations`) and purged the same way."""
+    metas = await store.conversations(tenant)
+    targets = plan_retention(metas, policy, now_ms)
     report: dict[str, Any] = {
         "tenant": tenant,
         "enabled": policy.enabled,
         "days": dict(policy.days),
+        "generation_seconds": policy.generation_ms / 1000,
         "dry_run": not confirm,
         "targets": [t.view() for t in targets],
+        "generations": [],
         "purged": [],
         "skipped": [],
     }
+    kept = [m for m in metas if generations_reason(m, policy) is None]
+    await _older_generations(store, producer, producer_name, kept, policy, now_ms, report, ledger, by)
     if not confirm:
         return report
     assert producer is not None, "a confirmed retention run produces its purges"
@@ -92,8 +99,60 @@ async def apply_retention(
                 position=position.token(),
                 by=by,
             )
-    log.info("retention of %s: %d purged, %d skipped", tenant, len(report["purged"]), len(report["skipped"]))
+    log.info(
+        "retention of %s: %d purged, %d skipped, %d of main's generations",
+        tenant,
+        len(report["purged"]),
+        len(report["skipped"]),
+        len(report["generations"]),
+    )
     return report
+
+
+async def _older_generations(
+    store: ConversationArchive,
+    producer: EventProducer | None,
+    producer_name: str,
+    metas: list[ConversationMeta],
+    policy: RetentionPolicy,
+    now_ms: int,
+    report: dict[str, Any],
+    ledger: Ledger | None,
+    by: str,
+) -> None:
+    """Main's generations (what folds and resets took out of its transcript) older than the limit: listed,
+    and once confirmed purged up to the newest due one (`ThreadPurged.generations_until`), each ledgered.
+    The transcript, and so a running exchange, is never touched; the conversation stays."""
+    for meta in metas:
+        ages = await store.generation_ages(meta.ref)
+        due = generations_due(ages, policy.generation_ms, now_ms)
+        if due is None:
+            continue
+        entries = sum(a.entries for a in ages if a.taken_at <= due.taken_at)
+        target = {**meta.view(), "tenant": meta.ref.tenant, "generations_until": str(due.taken_at), "entries": entries}
+        target["newest_at"] = due.newest
+        report["generations"].append(target)
+        if report["dry_run"]:
+            continue
+        assert producer is not None, "a confirmed retention run produces its purges"
+        envelope = envelope_for(meta.ref, producer_name)
+        event = ThreadPurged(envelope, meta.ref.conversation, RETENTION_PURGE, generations_until=due.taken_at)
+        position = await producer.produce([event])
+        target["position"] = position.token()
+        if ledger is not None:
+            await ledger.record(
+                "retention",
+                subject=envelope.subject,
+                tenant=meta.ref.tenant,
+                thread=meta.ref.thread,
+                conversation=meta.ref.conversation,
+                conversation_kind=meta.kind,
+                generations_until=due.taken_at,
+                entries=entries,
+                last_at=due.newest,
+                position=position.token(),
+                by=by,
+            )
 
 
 def retention_on_timer(

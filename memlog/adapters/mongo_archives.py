@@ -59,6 +59,7 @@ from projections.archives import (
     meta_after_entry,
     retention_purge_refusal,
 )
+from projections.generations import GenerationAge, generation_ages, generations_kept, taken_at
 from projections.places import number
 from schemas.events import MAIN_CONVERSATION
 
@@ -407,6 +408,9 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
                 await self._conversations.update_one({"_id": conversation_id(op.ref)}, {"$set": changes})
 
     async def _purge(self, op: PurgeConversation) -> None:
+        if op.generations_until is not None:
+            await self._purge_generations(op, op.generations_until)
+            return
         with mongo_errors():
             found = await self._conversations.find_one({"_id": conversation_id(op.ref)})
             if op.expect_last_seq is not None and (found is None or int(found["last_seq"]) != op.expect_last_seq):
@@ -418,6 +422,34 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             await self._end_tail(op.ref, op.before)
             if found is not None and int(found.get("last_seq", -1)) < op.before:
                 await self._conversations.delete_one({"_id": conversation_id(op.ref)})
+
+    async def _generation_docs(self, ref: ConversationRef) -> list[tuple[str, Entry]]:
+        """Every entry of the conversation without its text, with its group (read for its scope and time)."""
+        docs = await in_seq_order(self._entries, _where(ref), {}, every, None, fields=WITHOUT_TEXTS)
+        return [(str(doc["group"]), entry_of_doc(doc)) for doc in docs]
+
+    async def _purge_generations(self, op: PurgeConversation, until: int) -> None:
+        """Main's generations taken out at `until` or before: their groups go whole (a group's entries
+        share the offset that took them out, no group spanning a thread operation), with their postings;
+        a group holding an entry still in the transcript stays."""
+        with mongo_errors():
+            found = await self._conversations.find_one({"_id": conversation_id(op.ref)})
+            held = await self._generation_docs(op.ref)
+            spared = {group for group, e in held if e.seq >= op.before or taken_at(e) > until}
+            gone = sorted({group for group, _ in held} - spared)
+            if gone:
+                await self._entries.delete_many({**thread_of(op.ref), "_id": {"$in": gone}})
+                await self._postings.drop_groups(op.ref, gone)
+            await self._end_tail(op.ref, op.before)
+            if found is not None:
+                kept = generations_kept(_meta(found).generations, [e for group, e in held if group in spared])
+                await self._conversations.update_one(
+                    {"_id": conversation_id(op.ref)}, {"$set": {"generations": list(kept)}}
+                )
+
+    async def generation_ages(self, ref: ConversationRef) -> list[GenerationAge]:
+        with mongo_errors():
+            return generation_ages(e for _, e in await self._generation_docs(ref))
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -79,6 +79,10 @@ class MongoPostings:
         """A purge: the conversation's postings of entries before `before` (no group spans a thread operation)."""
         await self._postings.delete_many({**where(ref), "seq": {"$lt": before}})
 
+    async def drop_groups(self, ref: ConversationRef, groups: list[str]) -> None:
+        """A generations purge: the conversation's postings of these groups."""
+        await self._postings.delete_many({**where(ref), "g": {"$in": groups}})
+
     async def move_below(self, ref: ConversationRef, before: int, target: str) -> None:
         """A rename: the conversation's postings of entries before `before` go with their groups."""
         await self._postings.update_many({**where(ref), "seq": {"$lt": before}}, {"$set": {"conversation": target}})

@@ -311,6 +311,9 @@ class Settings(BaseSettings):
     )
     retention_task_days: float = Field(default=30, gt=0, description="... a task conversation.")
     retention_subagent_days: float = Field(default=7, gt=0, description="... a subagent conversation.")
+    retention_generation_seconds: float = Field(
+        default=5_184_000, gt=0, description="Age (s) after which a generation of `main` (a fold's or reset's) goes."
+    )
     retention_check_seconds: float = Field(
         default=3600.0,
         ge=0,
@@ -476,14 +479,9 @@ class Settings(BaseSettings):
         return key
 
     def retention_policy(self) -> RetentionPolicy:
-        return RetentionPolicy(
-            enabled=self.retention_enabled,
-            days={
-                "main": self.retention_main_days,
-                "task": self.retention_task_days,
-                "subagent": self.retention_subagent_days,
-            },
-        )
+        days = {"main": self.retention_main_days, "task": self.retention_task_days}
+        days["subagent"] = self.retention_subagent_days
+        return RetentionPolicy(self.retention_enabled, days, round(self.retention_generation_seconds * 1000))
 
     def key_periods(self) -> KeyPeriods:
         return KeyPeriods(self.log_key_period_seconds)
@@ -496,7 +494,7 @@ class Settings(BaseSettings):
         return longest_need_ms(
             (self.chat_ttl_seconds * 1000, self.public_ttl_seconds * 1000, self.automation_ttl_seconds * 1000),
             round(self.trace_days * 86_400_000),
-            round(max(retention.days.values()) * 86_400_000) if retention.enabled else None,
+            retention.keep_ms() if retention.enabled else None,
         )
 
     def redactor(self) -> Redactor:

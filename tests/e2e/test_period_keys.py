@@ -88,6 +88,7 @@ def live(stack: Settings) -> Iterator[Settings]:
         retention_main_days=1,
         retention_task_days=1,
         retention_subagent_days=1,
+        retention_generation_seconds=86_400,
         trace_days=1,
         log_key_period_seconds=86_400,
         log_key_check_seconds=1.0,

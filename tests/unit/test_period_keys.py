@@ -81,10 +81,13 @@ def test_the_longest_need_comes_from_the_lifetime_settings_in_one_place() -> Non
         retention_main_days=1,
         retention_task_days=1,
         retention_subagent_days=1,
+        retention_generation_seconds=86_400,
         trace_days=2,
         chat_ttl_seconds=3600,
     )
     assert short.log_key_keep_ms() == 2 * DAY  # traces', the longest of these
+    # main's older generations feed on the same records: their age limit counts too
+    assert short.model_copy(update={"retention_generation_seconds": 3 * 86_400}).log_key_keep_ms() == 3 * DAY
     assert longest_need_ms((10, 20), 5, 15) == 20 and longest_need_ms((10,), 5, None) is None
     assert due("m2026-11", 0, NOW) and not due("m2026-11", 1, NOW) and not due("m2026-11", None, NOW * 2)
 
@@ -182,6 +185,7 @@ async def test_a_receipt_is_sealed_by_its_period_and_outlived_by_its_key() -> No
         retention_main_days=1,
         retention_task_days=1,
         retention_subagent_days=1,
+        retention_generation_seconds=86_400,
         chat_ttl_seconds=3600,
     )
     keep = settings.log_key_keep_ms()

@@ -29,6 +29,7 @@ from projections.archives import (
     neighbours_of,
     retention_purge_refusal,
 )
+from projections.generations import GenerationAge, generation_ages, generations_kept, taken_at
 from projections.ports import PENDING_SECONDS, Clock, utc_now
 from projections.postings import impacts
 from projections.ranking import exchange_of
@@ -152,6 +153,9 @@ class InMemoryConversationArchive:
 
     def _purge(self, op: PurgeConversation) -> None:
         meta = self._metas.get(op.ref)
+        if op.generations_until is not None:
+            self._purge_generations(op, op.generations_until, meta)
+            return
         if op.expect_last_seq is not None and (meta is None or meta.last_seq != op.expect_last_seq):
             return
         if op.retention and retention_purge_refusal(meta, op.ref.conversation) is not None:
@@ -160,6 +164,17 @@ class InMemoryConversationArchive:
             del self._entries[entry.store_id]
         if meta is not None and meta.last_seq < op.before:
             del self._metas[op.ref]
+
+    def _purge_generations(self, op: PurgeConversation, until: int, meta: ConversationMeta | None) -> None:
+        for entry in self._of(op.ref, op.before):
+            if taken_at(entry) <= until:
+                del self._entries[entry.store_id]
+        if meta is not None:
+            remaining = [e for e in self._entries.values() if e.ref == op.ref]
+            self._metas[op.ref] = replace(meta, generations=generations_kept(meta.generations, remaining))
+
+    async def generation_ages(self, ref: ConversationRef) -> list[GenerationAge]:
+        return generation_ages(e for e in self._entries.values() if e.ref == ref)
 
     async def meta(self, ref: ConversationRef) -> ConversationMeta | None:
         return self._metas.get(ref)
