@@ -20,7 +20,6 @@ import binascii
 import math
 import re
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 
@@ -37,7 +36,7 @@ MAX_DECODE_DEPTH = 2
 # holds a secret is random-looking, and is redacted whole), so one token cannot cost a decode and a scan.
 MAX_DECODED_TOKEN = 65_536
 # Randomness is judged on the start of a token: enough to tell a blob from a path or a name.
-RANDOMNESS_SAMPLE = 1024
+RANDOMNESS_SAMPLE = 256
 
 # Provider keys, matched at the start of a token (so each pattern is tried once per token).
 PROVIDER_RULES: tuple[tuple[str, str], ...] = (
@@ -123,7 +122,7 @@ _CLASS_OF = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
     "U" * 26 + "l" * 26 + "d" * 10,
 )
-_CLASS_RUN = re.compile(r"U+|l+|d+")
+_CLASS_CHANGES = ("Ul", "Ud", "lU", "ld", "dU", "dl")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
 
 # A random-looking token (letters and digits only are weighed, so a URL's punctuation does not count): at least
@@ -368,14 +367,19 @@ def random_looking(token: str) -> bool:
     letters = _NOT_ALNUM.sub("", core)
     if not letters or _HEX.fullmatch(letters.removeprefix("0x")):
         return False
-    if sum(len(word) for word in _WORDY.findall(letters)) > MAX_WORDY * len(letters):
-        return False  # words: a path, a name, an identifier
     classes = letters.translate(_CLASS_OF)
+    # (a word is 3 letters of one case at least: without such a run, none is looked for)
+    wordy = 0 if "lll" not in classes and "UUU" not in classes else len(letters) - len(_WORDY.sub("", letters))
+    if wordy > MAX_WORDY * len(letters):
+        return False  # words: a path, a name, an identifier
     if sum(kind in classes for kind in "Uld") < 2:
         return False
-    if len(_CLASS_RUN.findall(classes)) < MIN_CLASS_CHANGES * len(letters):
+    # runs of one class: one more than the changes, each pair of classes counted in C (a pair of two
+    # different classes cannot overlap itself)
+    if 1 + sum(map(classes.count, _CLASS_CHANGES)) < MIN_CLASS_CHANGES * len(letters):
         return False
-    entropy = -sum(count / len(core) * math.log2(count / len(core)) for count in Counter(core).values())
+    size = len(core)
+    entropy = -sum(count / size * math.log2(count / size) for count in map(core.count, set(core)))
     return entropy >= MIN_ENTROPY_BITS
 
 
