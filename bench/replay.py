@@ -29,7 +29,7 @@ from bench.projection import consume_rate, line, on_local_stack
 from bench.soak import CpuMeter, local_pids
 from memlog.config.settings import Settings
 from memlog.dev.localstack import LocalStack
-from memlog.services import open_services
+from memlog.services import open_backends, open_services
 from projections.tokens import TokenCounter, load_encoding
 from schemas.events import (
     Envelope,
@@ -183,6 +183,7 @@ async def run(settings: Settings) -> None:
         report = await replay(
             settings,
             which,
+            open_backends=open_backends,
             switch=False,
             namespace=f"{settings.namespace}-{uuid.uuid4().hex[:6]}",
             out=sys.stdout,

@@ -1,4 +1,10 @@
-"""The composition root: opens the clients, stores and producer a process needs, and closes them."""
+"""The composition root: opens the clients, stores and producer a process needs, and closes them.
+
+`open_backends` is the one bootstrap: the only place that opens a process's clients of the stores (Redis,
+MongoDB) and the stores over them (memlog.adapters.wiring). The API, the CLI and the MCP server get theirs
+through `open_services`; the worker, `memlog compact` and replay (in its processes too) from their entry
+points in the faces, which hand them `open_backends` or what it opened.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from memlog.adapters import connections
 from memlog.adapters.embeddings import QuestionEncoder, make_embedder
 from memlog.adapters.redis_signals import AppliedSignals
 from memlog.adapters.summarizers import make_summarizer
-from memlog.adapters.wiring import PrivacyStores, make_codec, open_privacy, open_stores
+from memlog.adapters.wiring import Backends, PrivacyStores, make_codec, open_privacy
 from memlog.app.claims import Claims
 from memlog.app.context import ContextReads
 from memlog.app.conversations import Conversations
@@ -61,13 +67,19 @@ T = TypeVar("T")
 CLI_PRODUCER = "memlog-cli"  # the envelope's producer for what the CLI puts on the log
 
 
+def open_backends(settings: Settings) -> Backends:
+    """A process's clients of Redis and MongoDB (they connect on first use, in the loop that uses them),
+    its codec, and the stores every namespace shares. The caller closes them (`Backends.close`)."""
+    codec = make_codec(settings)
+    redis = connections.redis_client(settings)
+    mongo = connections.mongo(settings)
+    return Backends(settings, codec, redis, mongo, open_privacy(settings, mongo))
+
+
 @dataclass
 class Services:
     settings: Settings
-    codec: Codec
-    redis: aioredis.Redis
-    mongo: AsyncMongoClient[dict[str, Any]]
-    shared: PrivacyStores
+    backends: Backends
     sealer: Sealer
     current: Stores
     producer_name: str
@@ -81,7 +93,23 @@ class Services:
         assert self._producer is not None, "opened without a producer"
         return self._producer
 
+    @property
+    def codec(self) -> Codec:
+        return self.backends.codec
+
+    @property
+    def redis(self) -> aioredis.Redis:
+        return self.backends.redis
+
+    @property
+    def mongo(self) -> AsyncMongoClient[dict[str, Any]]:
+        return self.backends.mongo
+
     # the stores every namespace shares
+    @property
+    def shared(self) -> PrivacyStores:
+        return self.backends.shared
+
     @property
     def privacy(self) -> AsyncDatabase[dict[str, Any]]:
         return self.shared.database
@@ -337,7 +365,8 @@ class Services:
 
     @property
     def replays(self) -> Replays:
-        return self._use_once("replays", lambda: Replays(self.settings, self.shared.replays, self.shared.lease))
+        shared = self.shared
+        return self._use_once("replays", lambda: Replays(self.settings, shared.replays, shared.lease, open_backends))
 
     @property
     def namespaces(self) -> Namespaces:
@@ -347,7 +376,7 @@ class Services:
         )
 
     def stores(self, namespace: str) -> Stores:
-        return open_stores(self.settings, self.redis, self.mongo, namespace)
+        return self.backends.stores(namespace)
 
     async def follow_pointer(self) -> bool:
         """Switch reads to the namespace the pointer names; True when it moved."""
@@ -370,18 +399,13 @@ async def open_services(
     """Everything a process of memlog uses, built once. `producer_name` goes into the envelope of
     what this face produces (the API's is the setting; the CLI and MCP server name themselves);
     `log_positions` opens the log's end offsets, which the lag report reads."""
-    codec = make_codec(settings)
-    redis = connections.redis_client(settings)
-    mongo = connections.mongo(settings)
-    shared = open_privacy(settings, mongo)
+    backends = open_backends(settings)
+    shared = backends.shared
     services = Services(
         settings=settings,
-        codec=codec,
-        redis=redis,
-        mongo=mongo,
-        shared=shared,
+        backends=backends,
         sealer=Sealer(shared.vault, settings.key_cache_seconds, settings.key_periods()),
-        current=open_stores(settings, redis, mongo, settings.namespace),
+        current=backends.stores(settings.namespace),
         producer_name=producer_name or settings.producer_name,
         metrics=metrics,
     )
@@ -391,7 +415,7 @@ async def open_services(
             count_tokens = TokenCounter(load_encoding(settings.tokenizer, settings.tokenizer_file))
             services._producer = EventProducer(
                 settings,
-                codec,
+                backends.codec,
                 sealer=services.sealer,
                 idempotence=settings.idempotent_producer,
                 count_tokens=count_tokens,
@@ -409,6 +433,4 @@ async def open_services(
             await services._log.stop()
         if services._producer is not None:
             await services._producer.stop()
-        await redis.aclose()
-        await mongo.close()
-        codec.close()
+        await backends.close()

@@ -12,11 +12,10 @@ from typing import Any
 import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 
-from memlog.adapters import connections
 from memlog.adapters.mongo_entries import GROUPS
 from memlog.adapters.mongo_store import mongo_errors
 from memlog.adapters.redis_store import redis_errors
-from memlog.config.settings import Settings
+from memlog.adapters.wiring import Backends
 
 COLLECTIONS = ("archive", GROUPS, "conversations", "facts", "traces", "applied")
 MAX_SHOWN = 200
@@ -89,27 +88,23 @@ def _compare(where: str, left: dict[str, Any], right: dict[str, Any], names: tup
     return out
 
 
-async def verify(settings: Settings, left: str, right: str) -> list[Difference]:
-    """Every difference between namespaces `left` and `right` (empty: identical)."""
-    redis = connections.redis_client(settings)
-    mongo = connections.mongo(settings)
-    try:
-        a = settings.model_copy(update={"namespace": left})
-        b = settings.model_copy(update={"namespace": right})
-        diffs = _compare(
-            "redis",
-            await _redis_values(redis, a.redis_prefix),
-            await _redis_values(redis, b.redis_prefix),
+async def verify(backends: Backends, left: str, right: str) -> list[Difference]:
+    """Every difference between namespaces `left` and `right` (empty: identical), read through the clients
+    of `backends` (memlog.services.open_backends; the caller closes them)."""
+    settings, redis, mongo = backends.settings, backends.redis, backends.mongo
+    a = settings.model_copy(update={"namespace": left})
+    b = settings.model_copy(update={"namespace": right})
+    diffs = _compare(
+        "redis",
+        await _redis_values(redis, a.redis_prefix),
+        await _redis_values(redis, b.redis_prefix),
+        (left, right),
+    )
+    for collection in COLLECTIONS:
+        diffs += _compare(
+            f"mongodb:{collection}",
+            await _mongo_docs(mongo, a.mongo_db_name, collection),
+            await _mongo_docs(mongo, b.mongo_db_name, collection),
             (left, right),
         )
-        for collection in COLLECTIONS:
-            diffs += _compare(
-                f"mongodb:{collection}",
-                await _mongo_docs(mongo, a.mongo_db_name, collection),
-                await _mongo_docs(mongo, b.mongo_db_name, collection),
-                (left, right),
-            )
-        return diffs
-    finally:
-        await redis.aclose()
-        await mongo.close()
+    return diffs

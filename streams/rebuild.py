@@ -15,7 +15,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from memlog.adapters import connections
-from memlog.adapters.wiring import make_codec, open_privacy, open_stores
+from memlog.adapters.wiring import OpenBackends as OpenBackends  # noqa: PLC0414 (memlog.app.replays names it here)
+from memlog.adapters.wiring import PrivacyStores
 from memlog.config.settings import Settings
 from projections.stores import Stores
 from schemas.codec import Codec
@@ -92,7 +93,7 @@ class Rebuild:
 
     by_topic: dict[str, list[Any]]
     dead: DeadLettersCounted
-    mongo: Any
+    shared: PrivacyStores  # the stores every namespace shares
     prepare: Callable[[], Any]
     codec: Codec
     stores: Stores  # the target namespace's
@@ -109,20 +110,21 @@ class Rebuild:
 
 
 @contextlib.asynccontextmanager
-async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterator[Rebuild]:
-    """`scoped` names the target namespace; connections, topics and the key vault do not depend on it."""
-    codec = make_codec(scoped)
-    redis = connections.redis_client(scoped)
-    mongo = connections.mongo(scoped)
+async def rebuild(
+    scoped: Settings, projections: tuple[str, ...], open_backends: OpenBackends
+) -> AsyncIterator[Rebuild]:
+    """`scoped` names the target namespace; connections, topics and the key vault do not depend on it.
+    The clients are this rebuild's own, opened by `open_backends` (the composition root's) and closed
+    when it ends."""
+    backends = open_backends(scoped)
     COLLECTOR.enter()
     try:
-        vault = open_privacy(scoped, mongo).vault
-        sealer = Sealer(vault, cache_seconds=3600.0)  # keys cannot come back once gone
+        sealer = Sealer(backends.shared.vault, cache_seconds=3600.0)  # keys cannot come back once gone
         dead = DeadLettersCounted()
-        stores = open_stores(scoped, redis, mongo, scoped.namespace)
+        stores = backends.stores(scoped.namespace)
         built = build_projections(
             scoped,
-            codec=codec,
+            codec=backends.codec,
             sealer=sealer,
             stores=stores,
             dead_letters=dead,
@@ -133,13 +135,9 @@ async def rebuild(scoped: Settings, projections: tuple[str, ...]) -> AsyncIterat
         by_topic: dict[str, list[Any]] = {}
         for short, projector in built.projectors:
             by_topic.setdefault(scoped.topic(short), []).append(projector)
-        yield Rebuild(
-            by_topic, dead, mongo, built.prepare, codec, stores, lambda name: open_stores(scoped, redis, mongo, name)
-        )
+        yield Rebuild(by_topic, dead, backends.shared, built.prepare, backends.codec, stores, backends.stores)
     finally:
-        await redis.aclose()
-        await mongo.close()
-        codec.close()
+        await backends.close()
         COLLECTOR.leave()
 
 

@@ -40,7 +40,7 @@ from typing import Any, TextIO
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from memlog.adapters.mongo_lease import MongoReplayLease
-from memlog.adapters.wiring import open_privacy
+from memlog.adapters.wiring import OpenBackends
 from memlog.config.settings import Settings
 from projections.namespaces import HEARTBEAT_SECONDS, valid_name
 from projections.ports import Ledger, NamespaceRegistry
@@ -61,7 +61,6 @@ from streams.rebuild import (
     replay_consumer,
 )
 from streams.steps.privacy import erase_in
-from streams.worker import active_namespace
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +128,7 @@ async def replay(
     settings: Settings,
     projections: tuple[str, ...] = PROJECTIONS,
     *,
+    open_backends: OpenBackends,
     since_ms: int | None = None,
     switch: bool = True,
     namespace: str | None = None,
@@ -143,13 +143,14 @@ async def replay(
 
     `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`). It holds the replay lease
     throughout (as `lease_holder`: the API's replay id, which took it already), and switches only from
-    the namespace it started from (DESIGN, "One replay at a time"): Conflict otherwise.
+    the namespace it started from (DESIGN, "One replay at a time"): Conflict otherwise. Its clients, and
+    those of its processes, are opened by `open_backends` (memlog.services.open_backends, handed down by
+    the face that runs it).
     """
     projections = needed(projections, switch, out)
     workers = settings.replay_workers if workers is None else workers
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
-    previous = await active_namespace(settings)
     target = namespace or namespace_for_replay(settings.namespace)
     if not valid_name(target):
         raise ValueError(f"{target!r} is not a namespace name (letters, digits, '-' and '_', at most 48)")
@@ -158,8 +159,9 @@ async def replay(
     events = 0
     dead_letters = 0
     parts: list[_Part] = []  # the other processes' counts
-    async with rebuild(scoped, projections) as here:
-        shared = open_privacy(settings, here.mongo)
+    async with rebuild(scoped, projections, open_backends) as here:
+        shared = here.shared
+        previous = await shared.pointer.active() or settings.namespace
         ledger = shared.ledger
         request: dict[str, Any] = {"namespace": target, "previous": previous, "projections": list(projections)}
         request |= {"requested_by": requested_by, "workers": workers}
@@ -186,7 +188,15 @@ async def replay(
             if workers > 1:
                 consumer.pause(*partitions)  # this consumer waits for the catch-up rounds
                 part = await _drain_in_processes(
-                    scoped, projections, partitions, positions, ends, workers, progress, settings.replay_batch
+                    scoped,
+                    projections,
+                    partitions,
+                    positions,
+                    ends,
+                    workers,
+                    progress,
+                    settings.replay_batch,
+                    open_backends,
                 )
                 consumer.resume(*partitions)
                 events += part.events
@@ -436,6 +446,7 @@ async def _drain_in_processes(
     workers: int,
     progress: Progress,
     batch: int,
+    open_backends: OpenBackends,
 ) -> _Part:
     """Partitions shared out among `workers` processes (`share_partitions`); `positions` moves to `ends`."""
     context = multiprocessing.get_context("spawn")  # no forked event loops or sockets
@@ -446,7 +457,7 @@ async def _drain_in_processes(
         share = [(tp.topic, tp.partition, positions[tp], ends[tp]) for tp in group]
         process = context.Process(
             target=_part_main,
-            args=(index, scoped, projections, share, batch, messages),
+            args=(index, scoped, projections, share, batch, messages, open_backends),
             name=f"memlog-replay-{index}",
             daemon=True,
         )
@@ -530,10 +541,12 @@ def _part_main(
     share: list[tuple[str, int, int, int]],
     batch: int,
     messages: Any,
+    open_backends: OpenBackends,
 ) -> None:
-    """Entry point of a replay process: rebuild `share` (topic, partition, from, to) and say how it went."""
+    """Entry point of a replay process: rebuild `share` (topic, partition, from, to) and say how it went.
+    `open_backends` (a module-level function, sent by name) opens the process's own clients."""
     try:
-        result = asyncio.run(_part(index, scoped, projections, share, batch, messages))
+        result = asyncio.run(_part(index, scoped, projections, share, batch, messages, open_backends))
     except BaseException as exc:
         messages.put(("failed", index, f"{type(exc).__name__}: {exc}"))
         raise
@@ -547,8 +560,9 @@ async def _part(
     share: list[tuple[str, int, int, int]],
     batch: int,
     messages: Any,
+    open_backends: OpenBackends,
 ) -> dict[str, Any]:
-    async with rebuild(scoped, projections) as part:
+    async with rebuild(scoped, projections, open_backends) as part:
         consumer = replay_consumer(scoped)
         await consumer.start()
         try:

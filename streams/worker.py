@@ -18,9 +18,8 @@ from typing import Any
 import faust
 from aiokafka.errors import KafkaError
 
-from memlog.adapters import connections
 from memlog.adapters.summarizers import make_summarizer
-from memlog.adapters.wiring import PrivacyStores, database_names, make_codec, open_privacy, open_stores
+from memlog.adapters.wiring import Backends, OpenBackends, PrivacyStores, database_names
 from memlog.config.settings import Settings
 from projections.stores import Stores
 from schemas.codec import Codec
@@ -166,22 +165,22 @@ def privacy_projector(
     )
 
 
-def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[int], None]) -> WorkerParts:
+def build_worker(settings: Settings, backends: Backends, give_up: Callable[[int], None]) -> WorkerParts:
     """The app with its agents and watchdog, which calls `give_up` with an exit code when it finds the worker stuck.
 
-    `settings.namespace` is where it writes; `base` holds the configured settings (the API's idempotency
-    claims and the namespace pointer are keyed by them). Clients connect lazily, in the worker's event loop.
+    `settings.namespace` is where it writes; `backends.settings` are the configured settings (the API's
+    idempotency claims and the namespace pointer are keyed by them). The clients are the root's
+    (`backends`); they connect lazily, in the worker's event loop.
     """
-    base = base or settings
+    base = backends.settings
     app = create_app(settings)
     consumer = FaustConsumer(app)
     faults = FaultHooks(consumer) if settings.worker_fault_signals else None
-    codec = make_codec(settings)
+    codec = backends.codec
     metrics = Metrics()
-    redis = connections.redis_client(settings)
-    mongo = connections.mongo(settings)
-    stores = open_stores(settings, redis, mongo, settings.namespace)
-    shared = open_privacy(base, mongo)
+    redis, mongo = backends.redis, backends.mongo
+    stores = backends.stores(settings.namespace)
+    shared = backends.shared
     sealer = Sealer(shared.vault, settings.key_cache_seconds, settings.key_periods())
 
     def raw_topic(name: str) -> Any:
@@ -209,8 +208,7 @@ def build_worker(settings: Settings, base: Settings | None, give_up: Callable[[i
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
     for short, projector in built.projectors:
         subscribe(app, topics[short], projector, settings, faults)
-    opened = partial(open_stores, settings, redis, mongo)
-    namespaces = Namespaces(base, shared.pointer, shared.namespaces, opened, partial(database_names, mongo))
+    namespaces = Namespaces(base, shared.pointer, shared.namespaces, backends.stores, partial(database_names, mongo))
     drop_on_timer(app, namespaces, settings.namespace_check_seconds)
     projectors = [projector for _, projector in built.projectors]
     if "privacy" in settings.worker_set():
@@ -270,19 +268,22 @@ def restart_unnamed() -> None:
     os.execve(sys.executable, sys.orig_argv, {**os.environ, "MEMLOG_WORKER_INSTANCE": ""})
 
 
-def run_worker(settings: Settings) -> None:
+def run_worker(settings: Settings, open_backends: OpenBackends) -> None:
     """Create missing topics, then run the worker in the active namespace until SIGTERM or Ctrl-C.
 
     It exits within MEMLOG_WORKER_STOP_SECONDS of SIGTERM (streams/shutdown.py), and with code 75
-    when its watchdog finds it stuck (streams/watchdog.py).
+    when its watchdog finds it stuck (streams/watchdog.py). Its clients, for the process's life, are
+    opened by `open_backends` on the configured settings (memlog.services.open_backends, which
+    `memlog worker` hands it).
     """
     setup_tracing(settings, "worker")
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    backends = open_backends(settings)  # they connect on first use, in this loop
     loop.run_until_complete(ensure_topics(settings))
     loop.run_until_complete(check_retention(settings))
     loop.run_until_complete(apply_deadletter_retention(settings))
-    namespace = loop.run_until_complete(active_namespace(settings))
+    namespace = loop.run_until_complete(backends.shared.pointer.active()) or settings.namespace
     scoped = settings.model_copy(update={"namespace": namespace})
     log.info("worker writes into namespace %s (consumer group %s)", namespace, scoped.group_id)
     deadline = shutdown.StopDeadline(settings.worker_stop_seconds)
@@ -292,7 +293,7 @@ def run_worker(settings: Settings) -> None:
         assert worker is not None, "the watchdog runs only once the worker does"
         worker.stop_with(code)
 
-    parts = build_worker(scoped, settings, give_up)
+    parts = build_worker(scoped, backends, give_up)
     loop.run_until_complete(parts.prepare())
     worker = shutdown.Worker(parts.app, deadline=deadline, faults=parts.faults, loop=loop, loglevel="INFO", quiet=True)
     try:
@@ -301,11 +302,3 @@ def run_worker(settings: Settings) -> None:
         if deadline.code:  # the watchdog's code, rather than the one of a stop that went well
             raise SystemExit(deadline.code) from done
         raise
-
-
-async def active_namespace(settings: Settings) -> str:
-    mongo = connections.mongo(settings)
-    try:
-        return await open_privacy(settings, mongo).pointer.active() or settings.namespace
-    finally:
-        await mongo.close()

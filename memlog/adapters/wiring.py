@@ -3,11 +3,13 @@
 A namespace (a Redis key prefix and a MongoDB database) holds the projection stores; the privacy
 stores (key vault, ledger, exports, namespace pointer and registry) live in one database that every
 namespace shares, so an erasure recorded there holds for rebuilt namespaces too. The API, the CLI, the MCP
-server, the worker and replay all open their stores here.
+server, the worker and replay all open their stores here, over the clients of one `Backends`, which the
+composition root opens (memlog.services.open_backends, the one bootstrap) and hands down.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +176,33 @@ def open_privacy(settings: Settings, mongo: AsyncMongoClient[dict[str, Any]]) ->
         lease=MongoReplayLease(database, settings.app_id),
         _prepares=(vault.prepare, ledger.prepare, exports.prepare, namespaces.prepare, replays.prepare),
     )
+
+
+@dataclass
+class Backends:
+    """One process's clients of the stores (Redis, MongoDB), its codec, and the stores every namespace
+    shares; a namespace's stores are opened over the same clients (`stores`). Opened by the composition
+    root only (memlog.services.open_backends); the worker receives it, a rebuild receives `OpenBackends`
+    to open its own (replay runs rebuilds in processes of their own). `close` closes the clients."""
+
+    settings: Settings
+    codec: Codec
+    redis: aioredis.Redis
+    mongo: AsyncMongoClient[dict[str, Any]]
+    shared: PrivacyStores
+
+    def stores(self, namespace: str) -> Stores:
+        return open_stores(self.settings, self.redis, self.mongo, namespace)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+        await self.mongo.close()
+        self.codec.close()
+
+
+# what a process given the root's opener calls for clients of its own (a module-level function: it goes
+# to a replay's processes by name)
+OpenBackends = Callable[[Settings], Backends]
 
 
 async def database_names(mongo: AsyncMongoClient[dict[str, Any]]) -> list[str]:

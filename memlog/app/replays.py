@@ -21,6 +21,7 @@ from projections.replays import HEARTBEAT_SECONDS, alive, shown
 from schemas.errors import Conflict
 
 if TYPE_CHECKING:
+    from streams.rebuild import OpenBackends
     from streams.replay import Progress
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,14 @@ def now_ms() -> int:
 class Replays:
     """The replays started through the API, one running at a time across the API's processes."""
 
-    def __init__(self, settings: Settings, records: ReplayRecords, lease: ReplayLease) -> None:
+    def __init__(
+        self, settings: Settings, records: ReplayRecords, lease: ReplayLease, open_backends: OpenBackends
+    ) -> None:
+        """`open_backends`: the composition root's, which opens a replay's own clients."""
         self._settings = settings
         self._records = records
         self._lease = lease
+        self._open_backends = open_backends
         self._runs: dict[str, dict[str, Any]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._progress: dict[str, Progress] = {}
@@ -125,6 +130,7 @@ class Replays:
             report = await replay(
                 self._settings,
                 which,
+                open_backends=self._open_backends,
                 since_ms=since,
                 switch=switch,
                 out=io.StringIO(),

@@ -46,9 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{name}: id {schema_id}, {args.compatibility}")
             return 0
         if args.command == "worker":
+            from memlog.services import open_backends
             from streams.worker import run_worker
 
-            run_worker(settings)
+            run_worker(settings, open_backends)
             return 0
         if args.command == "api":
             return api(settings)

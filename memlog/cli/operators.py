@@ -14,7 +14,7 @@ from memlog.app.privacy import Requested
 from memlog.app.replays import projections_named
 from memlog.cli.remote import DIFFERENCES
 from memlog.config.settings import Settings
-from memlog.services import CLI_PRODUCER, open_services
+from memlog.services import CLI_PRODUCER, open_backends, open_services
 from schemas.errors import InvalidEvent, NotCaughtUp
 
 CLI_OPERATOR = "cli"
@@ -82,20 +82,17 @@ async def compact_storage(settings: Settings) -> list[str]:
     """After erasures: the privacy database (the deleted data keys) and the database of every namespace of
     this app the registry holds are compacted, and Redis rewrites its files (docs/operators/erasure.md, "What an erasure
     removes")."""
-    from memlog.adapters import connections
-    from memlog.adapters.wiring import open_privacy
     from streams import compaction
 
-    mongo, redis = connections.mongo(settings), connections.redis_client(settings)
+    backends = open_backends(settings)
     try:
-        privacy = open_privacy(settings, mongo)
+        privacy = backends.shared
         started = dt.datetime.now(dt.UTC)
-        lines = await compaction.compact_storage(settings, mongo, redis, privacy.namespaces)
+        lines = await compaction.compact_storage(settings, backends.mongo, backends.redis, privacy.namespaces)
         await privacy.ledger.record(compaction.COMPACTED, covers_until=started, done=lines, by="operator")
         return lines
     finally:
-        await mongo.close()
-        await redis.aclose()
+        await backends.close()
 
 
 def _applied(requested: Requested) -> Requested:
@@ -124,6 +121,7 @@ async def _replay(settings: Settings, args: argparse.Namespace) -> int:
     report = await replay(
         settings,
         projections_named(args.projection),
+        open_backends=open_backends,
         since_ms=_since(args.since),
         switch=not args.no_switch,
         workers=args.workers,
@@ -154,7 +152,11 @@ async def _verify(settings: Settings, args: argparse.Namespace) -> int:
         if doc is None:
             raise InvalidEvent("namespaces", "no replay has switched namespaces yet; name the two to compare")
         left, right = left or str(doc.get("previous")), right or str(doc["namespace"])
-    differences = await verify(settings, left, right)
+    backends = open_backends(settings)
+    try:
+        differences = await verify(backends, left, right)
+    finally:
+        await backends.close()
     for difference in differences[:MAX_SHOWN]:
         print(difference)
     if len(differences) > MAX_SHOWN:

@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from memlog.adapters.mongo_privacy import KEYS_PER_QUERY
 from memlog.config.settings import Settings
 from memlog.dev.processes import free_port, run_cli
-from memlog.services import open_services
+from memlog.services import open_backends, open_services
 from projections.sealing import SealError, open_sealed
 from streams.replay import Progress, ReplayFailed, _drain_in_processes
 from tests.e2e.conftest import api_client, memlog, own_settings
@@ -220,4 +220,4 @@ async def test_a_replay_process_that_fails_fails_the_replay(settings: Settings) 
     tp = TopicPartition(settings.threads_topic, 0)
     progress = Progress(io.StringIO(), 10)
     with pytest.raises(ReplayFailed, match=r"replay process 0 failed: .*"):
-        await _drain_in_processes(broken, ("sessions",), [tp], {tp: 0}, {tp: 10}, 1, progress, 100)
+        await _drain_in_processes(broken, ("sessions",), [tp], {tp: 0}, {tp: 10}, 1, progress, 100, open_backends)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memlog.dev.processes import run_cli
-from memlog.services import Services
+from memlog.services import Services, open_backends
 from projections.archives import ConversationRef
 from projections.namespaces import ABANDONED, ACTIVE, PREVIOUS
 from projections.position import Position
@@ -78,7 +78,7 @@ async def test_an_erasure_arriving_while_a_replay_builds_leaves_nothing_of_the_s
     await record(services, "ann")
     await record(services, "bob")
     await erase_requested(services, "ann")
-    report = await replay(settings, switch=False, out=io.StringIO())
+    report = await replay(settings, switch=False, out=io.StringIO(), open_backends=open_backends)
     try:
         assert report.erased_meanwhile == 1 and not report.skipped  # ann's key still opened her events
         rebuilt = await dump(services, report.namespace)
@@ -97,7 +97,7 @@ async def test_a_replay_of_facts_with_the_switch_rebuilds_every_projection_with_
     await record(services, "ann")
     await services.current.privacy_checkpoints.advance(Position("privacy", 2, 7))  # as a live worker left it
     out = io.StringIO()
-    report = await replay(settings, ("facts",), switch=True, out=out)
+    report = await replay(settings, ("facts",), switch=True, out=out, open_backends=open_backends)
     try:
         assert report.projections == PROJECTIONS and report.switched
         assert "rebuilding sessions, archives, traces as well" in out.getvalue()
