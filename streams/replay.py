@@ -128,7 +128,7 @@ async def replay(
     settings: Settings,
     projections: tuple[str, ...] = PROJECTIONS,
     *,
-    open_backends: OpenBackends,
+    open_backends: OpenBackends,  # its clients, and its processes' (memlog.services.open_backends)
     since_ms: int | None = None,
     switch: bool = True,
     namespace: str | None = None,
@@ -143,9 +143,7 @@ async def replay(
 
     `workers` processes share the partitions (default `MEMLOG_REPLAY_WORKERS`). It holds the replay lease
     throughout (as `lease_holder`: the API's replay id, which took it already), and switches only from
-    the namespace it started from (DESIGN, "One replay at a time"): Conflict otherwise. Its clients, and
-    those of its processes, are opened by `open_backends` (memlog.services.open_backends, handed down by
-    the face that runs it).
+    the namespace it started from (DESIGN, "One replay at a time"): Conflict otherwise.
     """
     projections = needed(projections, switch, out)
     workers = settings.replay_workers if workers is None else workers
@@ -160,9 +158,8 @@ async def replay(
     dead_letters = 0
     parts: list[_Part] = []  # the other processes' counts
     async with rebuild(scoped, projections, open_backends) as here:
-        shared = here.shared
+        shared, ledger = here.shared, here.shared.ledger
         previous = await shared.pointer.active() or settings.namespace
-        ledger = shared.ledger
         request: dict[str, Any] = {"namespace": target, "previous": previous, "projections": list(projections)}
         request |= {"requested_by": requested_by, "workers": workers}
         holder = lease_holder or f"cli:{uuid.uuid4()}"
@@ -185,24 +182,16 @@ async def replay(
             if watch is not None:
                 watch(progress)
             positions = dict(starts)
+            batch = settings.replay_batch
             if workers > 1:
                 consumer.pause(*partitions)  # this consumer waits for the catch-up rounds
                 part = await _drain_in_processes(
-                    scoped,
-                    projections,
-                    partitions,
-                    positions,
-                    ends,
-                    workers,
-                    progress,
-                    settings.replay_batch,
-                    open_backends,
+                    scoped, projections, partitions, positions, ends, workers, progress, batch, open_backends
                 )
                 consumer.resume(*partitions)
                 events += part.events
                 dead_letters += part.dead_letters
                 parts.append(part)
-            batch = settings.replay_batch
             events = await _catch_up(consumer, here.by_topic, partitions, positions, ends, batch, progress, events)
             progress.update(events, final=True)
             erased = await _erase_meanwhile(consumer, settings, here, erased_from)
