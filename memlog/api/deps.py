@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Query, Request
 
+from memlog.app.positions import Ready
 from memlog.services import Services
 from schemas.errors import InvalidEvent
 
@@ -41,6 +43,16 @@ WAIT = Query(
     allow_inf_nan=False,
     description="Seconds to wait for `after`; at most MEMLOG_READ_WAIT_SECONDS.",
 )
+
+
+def _archive_ready(services: ServicesDep, after: str | None = AFTER, wait: float | None = WAIT) -> Ready:
+    """A route's read-your-writes wait on the archive, for `after` (at most `wait` seconds). Not run here (a
+    dependency runs before the request's other parameters and body are validated): the use case runs it
+    once it has checked the request's names."""
+    return functools.partial(services.positions.wait_all, after, wait, archive=True)
+
+
+ArchiveReady = Annotated[Ready, Depends(_archive_ready)]
 
 
 async def original(request: Request) -> str:

@@ -75,6 +75,16 @@ async def named(conversation: str | None, ready: Ready) -> None:
     await ready()
 
 
+async def ready_ref(
+    tenant: str, thread: str, conversation: str = MAIN_CONVERSATION, *, ready: Ready
+) -> ConversationRef:
+    """The conversation a request names (as conversation_ref reads it), once `ready`, the request's wait for
+    `after`, is over: a bad name waits for nothing."""
+    ref = conversation_ref(tenant, thread, conversation)
+    await ready()
+    return ref
+
+
 def target_key(conversation: str) -> str:
     """The claim a fork or rename holds on its target's name; beside the thread's idempotency keys, which
     are names and so hold no separator, it can never equal one of them."""

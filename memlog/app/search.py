@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlog.app.positions import Ready, at_once
 from projections.archives import (
     MAX_NEIGHBOUR_RADIUS,
     MAX_RESULTS,
@@ -62,13 +63,20 @@ class CrossSearch:
     candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
     cursors: Cursors = field(kw_only=True)
 
-    async def agent(self, tenant: str, agent: str, query: str, **options: Any) -> dict[str, Any]:
-        """The agent's explicit search over the entries it took part in, every thread of the tenant."""
+    async def agent(
+        self, tenant: str, agent: str, query: str, *, ready: Ready = at_once, **options: Any
+    ) -> dict[str, Any]:
+        """The agent's explicit search over the entries it took part in, every thread of the tenant;
+        `ready`: the request's wait for `after`, run once the names are checked."""
         check_name("agent", agent)
+        check_name("tenant", tenant)
+        await ready()
         return {"agent": agent, **await self._search(tenant, agent, query, **options)}
 
-    async def tenant(self, tenant: str, query: str, **options: Any) -> dict[str, Any]:
-        """The operator's search over every thread of the tenant, whoever answered."""
+    async def tenant(self, tenant: str, query: str, *, ready: Ready = at_once, **options: Any) -> dict[str, Any]:
+        """The operator's search over every thread of the tenant, whoever answered; `ready` as for agent."""
+        check_name("tenant", tenant)
+        await ready()
         return await self._search(tenant, None, query, **options)
 
     async def _search(

@@ -434,7 +434,7 @@ async def test_the_forget_tool_takes_the_fact_out_of_the_next_prompt(http: httpx
 
 async def test_a_bad_name_is_refused_naming_it_before_any_wait_or_claim(http: httpx.AsyncClient) -> None:
     """Names are checked at the use case's entry, before it waits for `after` (a position never applied
-    here: a wait would end in 503) or claims an idempotency key."""
+    here: a wait would end in 503) or claims an idempotency key: facts, the archive's reads and operations."""
     late = {"wait": "0.5"}
     facts_at, threads_at = "facts.0.999999999", "threads.0.999999999"
     asks: list[tuple[str, str, dict[str, str], dict[str, Any] | None, list[str]]] = [
@@ -463,6 +463,23 @@ async def test_a_bad_name_is_refused_naming_it_before_any_wait_or_claim(http: ht
             {"conversation": "a\x01", "after": threads_at},
             None,
             ["query", "conversation"],
+        ),
+    ]
+    asks += [
+        ("GET", "/v1/tenants/castle/agents/a%01/search", {"q": "tea", "after": threads_at}, None, ["path", "agent"]),
+        (
+            "GET",
+            "/v1/tenants/castle/threads/session:a%01/conversations",
+            {"after": threads_at},
+            None,
+            ["path", "thread"],
+        ),
+        (
+            "POST",
+            "/v1/tenants/castle/threads/session:ann/conversations/a%01/compact",
+            {"after": threads_at},
+            None,
+            ["path", "conversation"],
         ),
     ]
     for method, path, params, body, loc in asks:

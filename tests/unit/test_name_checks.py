@@ -17,8 +17,9 @@ from memlog.adapters.in_memory import (
     InMemoryIdempotency,
 )
 from memlog.app.claims import Claims
-from memlog.app.conversations import Conversations
+from memlog.app.conversations import Conversations, ready_ref
 from memlog.app.memory import Memory, agent_names
+from memlog.app.search import CrossSearch
 from projections.cursors import Cursors
 from projections.facts import FactPolicy
 from projections.session import ThreadPolicy
@@ -164,3 +165,40 @@ def test_the_mcp_binding_names_each_bad_name(bad: str) -> None:
         agent_names("castle", "ada", bad)
     assert refused(caught) == "agent"
     assert agent_names("castle", "ada", "helper") == ("castle", "ada", "helper")
+
+
+@pytest.mark.parametrize("bad", BAD)
+async def test_the_archive_routes_check_their_names_before_they_wait(bad: str) -> None:
+    """The conversation routes' one step (ready_ref) and the searches across threads."""
+    for field, names in (
+        ("tenant", (bad, "session:ann", "main")),
+        ("thread", ("castle", f"session:{bad}", "main")),
+        ("conversation", ("castle", "session:ann", bad)),
+    ):
+        ready = Waits()
+        with pytest.raises(InvalidEvent) as caught:
+            await ready_ref(*names, ready=ready)
+        assert (refused(caught), ready.waited) == (field, 0)
+    archive = InMemoryConversationArchive()
+    across = CrossSearch(archive, archive, cursors=CURSORS)
+    for field, search in (
+        ("agent", lambda ready: across.agent("castle", bad, "tea", ready=ready)),
+        ("tenant", lambda ready: across.agent(bad, "helper", "tea", ready=ready)),
+        ("tenant", lambda ready: across.tenant(bad, "tea", ready=ready)),
+    ):
+        ready = Waits()
+        with pytest.raises(InvalidEvent) as caught:
+            await search(ready)
+        assert (refused(caught), ready.waited) == (field, 0)
+
+
+async def test_a_good_conversation_is_named_once_the_wait_is_over() -> None:
+    ready = Waits()
+    ref = await ready_ref("castle", "session:ann", "main", ready=ready)
+    assert (ref.tenant, ref.thread, ref.owner, ref.conversation, ready.waited) == (
+        "castle",
+        "session",
+        "ann",
+        "main",
+        1,
+    )

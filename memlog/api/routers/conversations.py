@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from memlog.api.auth import OPERATOR_ONLY, TENANT_ONLY
-from memlog.api.deps import AFTER, CONFLICT, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.deps import CONFLICT, NOT_FOUND, ArchiveReady, ServicesDep
 from memlog.api.gone import unless_gone
 from memlog.api.models import Accepted, ArchiveIn, OperationAccepted, PurgeIn, ResetIn, RetentionIn, TargetIn
-from memlog.app.conversations import conversation_ref
+from memlog.app.conversations import conversation_ref, ready_ref
 from projections.archives import ConversationRef
 from projections.position import Position
 from schemas.errors import NotFound
@@ -44,12 +43,9 @@ async def reset(tenant: str, subject: str, services: ServicesDep, body: ResetIn 
 
 
 @router.get(THREAD + "/conversations", dependencies=TENANT_ONLY)
-async def list_conversations(
-    tenant: str, thread: str, services: ServicesDep, after: str | None = AFTER, wait: float | None = WAIT
-) -> dict[str, Any]:
+async def list_conversations(tenant: str, thread: str, services: ServicesDep, ready: ArchiveReady) -> dict[str, Any]:
     """The thread's conversations with their archive metadata; `main` is the current one."""
-    ref = conversation_ref(tenant, thread)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, ready=ready)
     metas = await services.conversations.conversations(ref.tenant, ref.thread, ref.owner)
     return {"tenant": tenant, "thread": thread, "conversations": [m.view() for m in metas]}
 
@@ -66,6 +62,7 @@ async def search(
     tenant: str,
     thread: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     q: str = Query(
         description="Exact phrase first, then Okapi BM25 over whole exchanges (words of every script, "
         "stemmed, stop words out); at most 50 distinct terms."
@@ -84,8 +81,6 @@ async def search(
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
     group: Literal["exchange", "entry"] = GROUP,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """Explicit search over the thread's archived originals (004, "Search and recall")."""
     ref = conversation_ref(tenant, thread)
@@ -106,7 +101,7 @@ async def search(
             day=day,
             tz=tz,
             group=group,
-            ready=functools.partial(services.positions.wait_all, after, wait, archive=True),
+            ready=ready,
         ),
     )
 
@@ -132,6 +127,7 @@ async def agent_search(
     tenant: str,
     agent: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     q: str = Q,
     scope: Literal["current", "history"] = SCOPE_ACROSS,
     since: int | None = SINCE,
@@ -140,13 +136,10 @@ async def agent_search(
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = CURSOR,
     group: Literal["exchange", "entry"] = GROUP,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """The agent's explicit search over the threads it took part in (004, "Search and recall"): the
     entries of its own events in subjects' sessions, its automation thread and the public thread.
     Each result names its thread and conversation and is marked `enters_prompt: false`."""
-    await services.positions.wait_all(after, wait, archive=True)
     return await unless_gone(
         request,
         services.cross_search.agent(
@@ -160,6 +153,7 @@ async def agent_search(
             limit=limit,
             cursor=cursor,
             group=group,
+            ready=ready,
         ),
     )
 
@@ -169,6 +163,7 @@ async def tenant_search(
     request: Request,
     tenant: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     q: str = Q,
     scope: Literal["current", "history"] = SCOPE_ACROSS,
     since: int | None = SINCE,
@@ -177,16 +172,22 @@ async def tenant_search(
     limit: int = Query(default=20, ge=1, le=200),
     cursor: str | None = CURSOR,
     group: Literal["exchange", "entry"] = GROUP,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """Operators only: search every thread of the tenant, across agents (004, "Operator cross-agent
     search"); each result names its thread, conversation and agent and is marked `enters_prompt: false`."""
-    await services.positions.wait_all(after, wait, archive=True)
     return await unless_gone(
         request,
         services.cross_search.tenant(
-            tenant, q, scope=scope, since=since, until=until, radius=neighbours, limit=limit, cursor=cursor, group=group
+            tenant,
+            q,
+            scope=scope,
+            since=since,
+            until=until,
+            radius=neighbours,
+            limit=limit,
+            cursor=cursor,
+            group=group,
+            ready=ready,
         ),
     )
 
@@ -196,6 +197,7 @@ async def calendar(
     tenant: str,
     thread: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     tz: str | None = TZ,
     scope: Literal["current", "history"] = Query(
         default="current", description="current: since the latest reset; history: reset archives too."
@@ -204,8 +206,6 @@ async def calendar(
     since: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred at or after (epoch ms)."),
     until: int | None = Query(default=None, ge=0, le=INT64_MAX, description="Occurred before (epoch ms)."),
     cursor: str | None = Query(default=None, description="next_cursor of the previous page, same query."),
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """The local days (in `tz`) with archived entries and how many, newest first: at most 366 days an
     answer, ending with the day of the newest entry in [since, until); `next_cursor` pages to older days."""
@@ -220,7 +220,7 @@ async def calendar(
         since=since,
         until=until,
         cursor=cursor,
-        ready=functools.partial(services.positions.wait_all, after, wait, archive=True),
+        ready=ready,
     )
 
 
@@ -230,6 +230,7 @@ async def export(
     thread: str,
     conversation: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     archives: Literal["current", "reset"] = Query(
         default="current",
         description="current: compacted generations since the latest reset plus the active entries; "
@@ -239,12 +240,9 @@ async def export(
     cursor: str | None = None,
     day: str | None = DAY,
     tz: str | None = TZ,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """The transcript from one snapshot: entries appended after the first page are not in it."""
-    ref = conversation_ref(tenant, thread, conversation)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, conversation, ready=ready)
     return await services.threads().export(ref, archives=archives, limit=limit, cursor=cursor, day=day, tz=tz)
 
 
@@ -254,13 +252,11 @@ async def entry(
     thread: str,
     entry_id: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     conversation: str | None = None,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> dict[str, Any]:
     """One entry with its original: the live entry first, then its archived occurrence."""
-    ref = conversation_ref(tenant, thread)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, ready=ready)
     found = await services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
     if found is None:
         raise NotFound(f"no entry {entry_id} in {thread}")
@@ -275,13 +271,11 @@ async def original(
     thread: str,
     entry_id: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     conversation: str | None = None,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> Response:
     """The JSON text exactly as it was received, byte for byte."""
-    ref = conversation_ref(tenant, thread)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, ready=ready)
     found = await services.threads().original(ref.tenant, ref.thread, ref.owner, entry_id, conversation)
     if found is None:
         raise NotFound(f"no entry {entry_id} in {thread}")
@@ -302,12 +296,10 @@ async def compact(
     thread: str,
     conversation: str,
     services: ServicesDep,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
+    ready: ArchiveReady,
 ) -> OperationAccepted:
     """Fold the current conversation now (the session fold); the whole previous generation is archived first."""
-    ref = conversation_ref(tenant, thread, conversation)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, conversation, ready=ready)
     return operation(ref, await services.threads().compact(ref))
 
 
@@ -323,13 +315,11 @@ async def reset_conversation(
     thread: str,
     conversation: str,
     services: ServicesDep,
+    ready: ArchiveReady,
     body: ResetIn | None = None,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
 ) -> OperationAccepted:
     """Clear the active transcript into a reset archive; reset is not erasure."""
-    ref = conversation_ref(tenant, thread, conversation)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, conversation, ready=ready)
     return operation(ref, await services.threads().reset(ref, body.reason if body else None))
 
 
@@ -346,12 +336,10 @@ async def rename(
     conversation: str,
     body: TargetIn,
     services: ServicesDep,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
+    ready: ArchiveReady,
 ) -> OperationAccepted:
     """Move the conversation's identity to `target`; payloads and archives move with it."""
-    ref = conversation_ref(tenant, thread, conversation)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, conversation, ready=ready)
     return operation(ref, await services.threads().rename(ref, body.target))
 
 
@@ -368,12 +356,10 @@ async def fork(
     conversation: str,
     body: TargetIn,
     services: ServicesDep,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
+    ready: ArchiveReady,
 ) -> OperationAccepted:
     """Copy the newest MEMLOG_FORK_ENTRIES active entries to a new conversation; the source is unchanged."""
-    ref = conversation_ref(tenant, thread, conversation)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, conversation, ready=ready)
     return operation(ref, await services.threads().fork(ref, body.target))
 
 
@@ -390,12 +376,10 @@ async def archive(
     conversation: str,
     body: ArchiveIn,
     services: ServicesDep,
-    after: str | None = AFTER,
-    wait: float | None = WAIT,
+    ready: ArchiveReady,
 ) -> OperationAccepted:
     """Change archive metadata only (archived, protected, kind, label)."""
-    ref = conversation_ref(tenant, thread, conversation)
-    await services.positions.wait_all(after, wait, archive=True)
+    ref = await ready_ref(tenant, thread, conversation, ready=ready)
     position = await services.threads().archive(
         ref, archived=body.archived, protected=body.protected, kind=body.kind, label=body.label
     )
