@@ -5,10 +5,11 @@ Loads the exchanges (one subject's session, agent `bounds`; every exchange holds
 `lantern`, two hold the rare word `zephyrine`), then measures, interleaved round by round, the agent's
 search and the thread's search for the rare word, the common word, `q=ü` and a query with no word,
 with `/healthz` polled every 10 ms meanwhile (its slowest answer per query); then the refusals (1,000
-terms, empty q), and a client that closes its connection 200 ms into a thread search for the common
-word (not bounded by postings): the time until a SecantusDB connection of the API (told apart by its
-`appName`) leaves `currentOp` (SecantusDB cannot stop a running command: its connection closes when
-the read ends, at the latest at MEMLOG_SEARCH_MAX_TIME_MS).
+terms, empty q), and a client that closes its connection 200 ms into a thread search for 40 of the
+vocabulary's words (the longest search: each word's best exchanges, hundreds of groups, read a slice
+a command): the time until a SecantusDB connection of the API (told apart by its `appName`) leaves
+`currentOp` (SecantusDB cannot stop a running command: its connection closes when the command in
+flight ends; memlog/adapters/mongo_bounded.py keeps each one short).
 
     python -m bench.search_bounds [--candidates N] [--out r.json]   # starts API and worker on the local stack
     MEMLOG_BENCH_BOUNDS_EXCHANGES=300 python -m bench.search_bounds  # smaller
@@ -42,6 +43,9 @@ SYLLABLES = [a + b for a in "bdfgklmnprstvz" for b in ("a", "e", "i", "o", "u", 
 
 def vocabulary(rng: random.Random) -> list[str]:
     return sorted({"".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(VOCABULARY)})
+
+
+MANY = " ".join(vocabulary(random.Random(7))[:40])  # the disconnect's query: the load's first 40 words
 
 
 def text(rng: random.Random, words_of: list[str], rare: bool) -> str:
@@ -105,7 +109,7 @@ async def with_health(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[An
 
 
 async def disconnect(url: str, tenant: str, mongo: str, app: str) -> dict[str, Any]:
-    """Close a client 200 ms into a common-word search; how long until a connection of the API (its
+    """Close a client 200 ms into a search of many words; how long until a connection of the API (its
     `appName`) that was open then leaves currentOp (tests/e2e/test_search_disconnect.py checks it)."""
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo)
 
@@ -119,7 +123,7 @@ async def disconnect(url: str, tenant: str, mongo: str, app: str) -> dict[str, A
 
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         request = asyncio.ensure_future(
-            http.get(f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": "lantern", "neighbours": 0})
+            http.get(f"/v1/tenants/{tenant}/threads/session:keeper/search", params={"q": MANY, "neighbours": 0})
         )
         await asyncio.sleep(0.2)
         running = await api_connections()

@@ -263,6 +263,22 @@ class ConversationArchive(Protocol):
         index terms (all in scope without terms); of at most `limit` exchanges' groups when given."""
         ...
 
+    async def bounded_candidates(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        terms: list[str],
+        *,
+        conversation: str | None,
+        snapshot: int,
+        per_term: int,
+        limit: int | None = None,
+    ) -> tuple[list[Entry], bool]:
+        """`candidates` of any scope or time (the caller picks), but a term more than `per_term` exchanges
+        of the thread hold (to the snapshot) gives the `per_term` where it weighs most; and whether one was."""
+        ...
+
     async def entries(
         self,
         ref: ConversationRef,

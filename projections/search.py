@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from projections.archives import NEVER, SCORE_SCALE, Entry, Match, Scope
+from projections.archives import NEVER, SCORE_SCALE, Entry, Match, Scope, in_scope
 from projections.cursors import Cursors, entries, items, text, whole
 
 FORKED = ">fork@"  # a fork copy's store id: the source's, then the fork's offset (projections.archives.forked)
@@ -91,3 +91,14 @@ def decode_cursor(cursors: Cursors, cursor: str, bound: str) -> tuple[Marks, Key
     documents = raw.get("n")
     key: Key = (whole(position[0]), whole(position[1]), whole(position[2]), text(position[3]))
     return marks, key, None if documents is None else whole(documents)
+
+
+def in_window(found: list[Entry], scope: Scope, snapshot: int, since: int | None, until: int | None) -> list[Entry]:
+    """A search's candidates in scope at the snapshot, occurred in [since, until) when given."""
+    return [
+        e
+        for e in found
+        if in_scope(e, scope, snapshot)
+        and (since is None or e.occurred_at >= since)
+        and (until is None or e.occurred_at < until)
+    ]

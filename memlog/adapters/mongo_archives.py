@@ -20,6 +20,7 @@ from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from memlog.adapters.mongo_bounded import bounded_groups
 from memlog.adapters.mongo_calendar import ArchiveCalendarReads
 from memlog.adapters.mongo_entries import (
     GROUPS,
@@ -54,13 +55,13 @@ from projections.archives import (
     Scope,
     SetMeta,
     forked,
-    in_scope,
     index_terms,
     meta_after_entry,
     retention_purge_refusal,
 )
 from projections.generations import GenerationAge, generation_ages, generations_kept, taken_at
 from projections.places import number
+from projections.search import in_window
 from schemas.events import MAIN_CONVERSATION
 
 MIGRATION_CHUNK = 1000  # legacy entries converted per insert
@@ -512,13 +513,44 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             found = await with_siblings(
                 self._entries, list(map(entry_of_doc, docs)), WITHOUT_TERMS, self._search_time_ms
             )
-        return [
-            e
-            for e in found
-            if in_scope(e, scope, snapshot)
-            and (since is None or e.occurred_at >= since)
-            and (until is None or e.occurred_at < until)
-        ]
+        return in_window(found, scope, snapshot, since, until)
+
+    async def bounded_candidates(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        terms: list[str],
+        *,
+        conversation: str | None,
+        snapshot: int,
+        per_term: int,
+        limit: int | None = None,
+    ) -> tuple[list[Entry], bool]:
+        """ConversationArchive: a common term's groups cut by its postings (memlog/adapters/mongo_bounded.py)."""
+        time_ms, within = self._search_time_ms, (conversation, snapshot)
+        place = {"tenant": tenant, "thread": thread, "owner": owner}
+        if conversation is not None:
+            place["conversation"] = conversation
+        with mongo_errors():
+            tops = {
+                t: await self._postings.top_in_thread(tenant, thread, owner, t, per_term + 1, time_ms, within=within)
+                for t in terms
+            }
+            groups, cut = await bounded_groups(
+                self._entries,
+                tops,
+                lambda run: self.candidate_query(tenant, thread, owner, run, conversation=conversation),
+                lambda doc: all(doc.get(k) == v for k, v in place.items()),
+                per_term=per_term,
+                projection=WITHOUT_TERMS,
+                time_ms=time_ms,
+                limit=limit,
+            )
+            found = await with_siblings(
+                self._entries, list(map(entry_of_doc, entries_of(groups))), WITHOUT_TERMS, time_ms
+            )
+        return found, cut
 
     async def entries(
         self,

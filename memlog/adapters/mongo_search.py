@@ -15,6 +15,7 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memlog.adapters.mongo_bounded import bounded_groups
 from memlog.adapters.mongo_entries import GROUPS, WITHOUT_ORIGINALS, entries_of, entry_of_doc
 from memlog.adapters.mongo_postings import MongoPostings
 from memlog.adapters.mongo_siblings import with_siblings
@@ -71,21 +72,20 @@ class MongoArchiveSearch:
         self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
     ) -> tuple[list[Entry], bool]:
         """A term's postings first (small documents, best first): more than `per_term` of them, and only
-        the groups of its best `per_term` are read; fewer, and the term finds its groups as `across` does."""
+        the groups of its best `per_term` are read; fewer, and the term finds its groups as `across` does,
+        a few terms a command (memlog/adapters/mongo_bounded.py)."""
         with mongo_errors():
-            tops = [await self._postings.top(tenant, agent, t, per_term + 1, self._search_time_ms) for t in terms]
-            common = {t: groups[:per_term] for t, groups in zip(terms, tops, strict=True) if len(groups) > per_term}
-            rare = [t for t in terms if t not in common]
-            groups = []
-            if rare:
-                found = self._entries.find(self.across_query(tenant, rare, agent=agent), CANDIDATE_FIELDS)
-                found = found.max_time_ms(self._search_time_ms)
-                groups = await (found if limit is None else found.limit(limit)).to_list()
-            chosen = sorted({g for best in common.values() for g in best} - {doc["_id"] for doc in groups})
-            if chosen:
-                # by `_id` alone (with the agent named, SecantusDB's planner reads the agent's groups)
-                read = self._entries.find({"_id": {"$in": chosen}}, CANDIDATE_FIELDS).max_time_ms(self._search_time_ms)
-                groups += [d for d in await read.to_list() if (d.get("tenant"), d.get("agent")) == (tenant, agent)]
+            tops = {t: await self._postings.top(tenant, agent, t, per_term + 1, self._search_time_ms) for t in terms}
+            groups, cut = await bounded_groups(
+                self._entries,
+                tops,
+                lambda run: self.across_query(tenant, run, agent=agent),
+                lambda doc: (doc.get("tenant"), doc.get("agent")) == (tenant, agent),
+                per_term=per_term,
+                projection=CANDIDATE_FIELDS,
+                time_ms=self._search_time_ms,
+                limit=limit,
+            )
             entries = [entry_of_doc(d) for d in entries_of(groups)]
             found_all = await with_siblings(self._entries, entries, CANDIDATE_FIELDS, self._search_time_ms)
-        return found_all, bool(common)
+        return found_all, cut

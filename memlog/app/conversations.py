@@ -37,8 +37,10 @@ from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narr
 from projections.cursors import Cursors, whole
 from projections.ports import ConversationArchive, Idempotency, Ledger
 from projections.position import Position
+from projections.postings import per_term
 from projections.ranking import Grouping, partial, rank, search_position
 from projections.relevance import query_of
+from projections.search import in_window
 from projections.session import ThreadKey
 from schemas.errors import InvalidEvent, NotFound, NothingToDo, TargetExists
 from schemas.events import (
@@ -174,19 +176,20 @@ class Conversations:
                 await self.known(ConversationRef(tenant, thread, owner, conversation))
             snapshot = await self.snapshot(tenant, thread, owner)
         candidates: list[Entry] = []
+        cut = False
         if asked.terms:  # no word at all: nothing the index can find, and the archive is never read whole
-            candidates = await self.store.candidates(
+            # a common word's exchanges cut to those where it weighs most (postings), the result partial
+            found, cut = await self.store.bounded_candidates(
                 tenant,
                 thread,
                 owner,
                 asked.lookup,
                 conversation=conversation,
-                scope=scope,
                 snapshot=snapshot,
-                since=since,
-                until=until,
+                per_term=per_term(limit),
                 limit=self.search_candidates + 1,
             )
+            candidates = in_window(found, scope, snapshot, since, until)
         if documents is None:
             documents = await self.documents(tenant, thread, owner, candidates)
         # off the event loop: scoring a thousand long exchanges takes a while, and /healthz must answer meanwhile
@@ -229,7 +232,7 @@ class Conversations:
             "query": query,
             "scope": scope,
             "snapshot": str(snapshot),
-            "partial": partial(candidates, self.search_candidates),
+            "partial": cut or partial(candidates, self.search_candidates),
             "results": results,
             "next_cursor": next_cursor,
         }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 from dataclasses import replace
+from typing import Any
 
 from projections.archives import ConversationRef, plan_archive
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, day_bounds
@@ -244,6 +245,29 @@ class ConversationArchiveContract:
             "castle", "session", "ann", ["diamond"], conversation=None, scope="current", snapshot=99, limit=2
         )
         assert len({e.exchange_id for e in found}) == 2 and len(found) == 4  # whole exchanges, two of them
+
+    async def test_a_common_term_of_the_thread_is_cut_to_the_exchanges_where_it_weighs_most(
+        self, archive: ConversationArchive
+    ) -> None:
+        """Issue 41: a thread's common word reads the exchanges where it weighs most, not the thread whole."""
+        log = Log()
+        for n in range(6):  # "lantern" in every exchange, more often in later ones; "zephyr" in one
+            answer = " ".join(["lantern"] * (n + 1) + ["ledger"] * (12 - n) + (["zephyr"] if n == 1 else []))
+            await apply_plan(archive, log.exchange(n, f"day {n}", answer))
+        await apply_plan(archive, log.exchange(6, "lantern", "lantern lantern", conversation="side"))
+        lookup, where = query_of("lantern zephyr").lookup, ("castle", "session", "ann")
+
+        async def read(per_term: int, **options: Any) -> tuple[set[str], bool]:
+            scoped = {"conversation": "main", "snapshot": 99} | options
+            found, cut = await archive.bounded_candidates(*where, lookup, per_term=per_term, **scoped)
+            assert len(found) == 2 * len({e.exchange_id for e in found})  # whole exchanges
+            return {str(e.exchange_id) for e in found}, cut
+
+        assert await read(2) == ({"x1", "x4", "x5"}, True)  # lantern's two best, and zephyr's one
+        assert await read(2, snapshot=7) == ({"x1", "x2", "x3"}, True)  # nothing after the snapshot counts
+        assert await read(2, conversation="side") == ({"x6"}, False)
+        whole = await archive.candidates(*where, lookup, conversation="main", scope="current", snapshot=99)
+        assert await read(6) == ({str(e.exchange_id) for e in whole}, False)
 
     async def test_a_late_sorting_word_of_a_5000_token_entry_is_a_candidate(self, archive: ConversationArchive) -> None:
         log = Log()

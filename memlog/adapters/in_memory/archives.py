@@ -245,7 +245,32 @@ class InMemoryConversationArchive:
         self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
     ) -> tuple[list[Entry], bool]:
         """ArchiveSearch: a common term's exchanges cut to those where it weighs most, as postings are read."""
-        mine = [e for e in self._entries.values() if e.ref.tenant == tenant and e.agent == agent]
+        return self._bounded(terms, lambda e: e.ref.tenant == tenant and e.agent == agent, per_term, limit)
+
+    async def bounded_candidates(
+        self,
+        tenant: str,
+        thread: str,
+        owner: str,
+        terms: list[str],
+        *,
+        conversation: str | None,
+        snapshot: int,
+        per_term: int,
+        limit: int | None = None,
+    ) -> tuple[list[Entry], bool]:
+        """ConversationArchive: `candidates`, a common term's exchanges cut as postings are read."""
+
+        def within(e: Entry) -> bool:
+            place = (e.ref.tenant, e.ref.thread, e.ref.owner) == (tenant, thread, owner)
+            return place and conversation in (None, e.ref.conversation) and e.seq <= snapshot
+
+        return self._bounded(terms, within, per_term, limit)
+
+    def _bounded(
+        self, terms: list[str], within: Callable[[Entry], bool], per_term: int, limit: int | None
+    ) -> tuple[list[Entry], bool]:
+        mine = [e for e in self._entries.values() if within(e)]
         held = {(e.ref, e.entry_id) for e in mine}
         kept: set[tuple[ConversationRef, str]] = set()
         rare, cut = [], False
