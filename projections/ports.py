@@ -17,6 +17,7 @@ from projections.facts import SubjectFacts
 from projections.generations import GenerationAge
 from projections.namespaces import NamespaceEntry
 from projections.position import Position
+from projections.postings import Within
 from projections.ready import ReadyThread
 from projections.session import Loaded, Session, SessionWrite, ThreadKey
 from projections.traces import Served
@@ -264,16 +265,7 @@ class ConversationArchive(Protocol):
         ...
 
     async def bounded_candidates(
-        self,
-        tenant: str,
-        thread: str,
-        owner: str,
-        terms: list[str],
-        *,
-        conversation: str | None,
-        snapshot: int,
-        per_term: int,
-        limit: int | None = None,
+        self, tenant: str, thread: str, owner: str, terms: list[str], *, within: Within, per_term: int, limit: int
     ) -> tuple[list[Entry], bool]:
         """`candidates` of any scope or time (the caller picks), but a term more than `per_term` exchanges
         of the thread hold (to the snapshot) gives the `per_term` where it weighs most; and whether one was."""

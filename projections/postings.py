@@ -21,6 +21,7 @@ from projections import relevance
 MAX_POSTINGS = 1000  # terms an entry posts at most: its most frequent
 MEAN_LENGTH = 300.0  # the length an impact is normalised against (a search's ranking uses the true mean)
 IMPACT_SCALE = 1000
+Within = tuple[str | None, int]  # a thread search's conversation (None: every one) and snapshot
 PER_TERM = 20  # exchanges a common term's candidates are cut to, at least (a page and one more when larger)
 
 

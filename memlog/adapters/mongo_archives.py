@@ -20,7 +20,7 @@ from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from memlog.adapters.mongo_bounded import bounded_groups
+from memlog.adapters.mongo_bounded import ThreadBoundedReads
 from memlog.adapters.mongo_calendar import ArchiveCalendarReads
 from memlog.adapters.mongo_entries import (
     GROUPS,
@@ -107,7 +107,7 @@ def _meta(doc: dict[str, Any]) -> ConversationMeta:
 LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
 
 
-class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, ArchiveNeighbourReads):
+class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, ArchiveNeighbourReads, ThreadBoundedReads):
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
     def __init__(self, database: AsyncDatabase[dict[str, Any]], *, search_time_ms: int = 1000) -> None:
@@ -477,21 +477,6 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
             found: list[str] = await self._conversations.distinct("tenant")
         return sorted(found)
 
-    def candidate_query(
-        self, tenant: str, thread: str, owner: str, terms: list[str], *, conversation: str | None
-    ) -> dict[str, Any]:
-        """The MongoDB filter search issues (the benchmark times it raw).
-
-        Equality on the thread and the terms only: SecantusDB's planner falls back to a collection scan
-        when a range joins them, so scope, snapshot and dates are checked on what comes back.
-        """
-        query: dict[str, Any] = {"tenant": tenant, "thread": thread, "owner": owner}
-        if conversation is not None:
-            query["conversation"] = conversation
-        if terms:
-            query["terms"] = {"$in": terms}
-        return query
-
     async def candidates(
         self,
         tenant: str,
@@ -514,43 +499,6 @@ class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, Archive
                 self._entries, list(map(entry_of_doc, docs)), WITHOUT_TERMS, self._search_time_ms
             )
         return in_window(found, scope, snapshot, since, until)
-
-    async def bounded_candidates(
-        self,
-        tenant: str,
-        thread: str,
-        owner: str,
-        terms: list[str],
-        *,
-        conversation: str | None,
-        snapshot: int,
-        per_term: int,
-        limit: int | None = None,
-    ) -> tuple[list[Entry], bool]:
-        """ConversationArchive: a common term's groups cut by its postings (memlog/adapters/mongo_bounded.py)."""
-        time_ms, within = self._search_time_ms, (conversation, snapshot)
-        place = {"tenant": tenant, "thread": thread, "owner": owner}
-        if conversation is not None:
-            place["conversation"] = conversation
-        with mongo_errors():
-            tops = {
-                t: await self._postings.top_in_thread(tenant, thread, owner, t, per_term + 1, time_ms, within=within)
-                for t in terms
-            }
-            groups, cut = await bounded_groups(
-                self._entries,
-                tops,
-                lambda run: self.candidate_query(tenant, thread, owner, run, conversation=conversation),
-                lambda doc: all(doc.get(k) == v for k, v in place.items()),
-                per_term=per_term,
-                projection=WITHOUT_TERMS,
-                time_ms=time_ms,
-                limit=limit,
-            )
-            found = await with_siblings(
-                self._entries, list(map(entry_of_doc, entries_of(groups))), WITHOUT_TERMS, time_ms
-            )
-        return found, cut
 
     async def entries(
         self,

@@ -23,6 +23,13 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from memlog.adapters.mongo_entries import WITHOUT_TERMS, entries_of, entry_of_doc
+from memlog.adapters.mongo_postings import MongoPostings
+from memlog.adapters.mongo_siblings import with_siblings
+from memlog.adapters.mongo_store import mongo_errors
+from projections.archives import Entry
+from projections.postings import Within
+
 SLICE = 16  # groups a command reads by `_id` at most: about 0.1 to 0.3 s of 22 KB exchanges on SecantusDB
 
 Doc = dict[str, Any]
@@ -88,3 +95,52 @@ async def bounded_groups(
         if keep(doc):
             found.setdefault(doc["_id"], doc)
     return list(found.values()), bool(common)
+
+
+class ThreadBoundedReads:
+    """MongoConversationArchive's search candidates: the filter, and the bounded read."""
+
+    _entries: AsyncCollection[Doc]
+    _postings: MongoPostings
+    _search_time_ms: int
+
+    def candidate_query(
+        self, tenant: str, thread: str, owner: str, terms: list[str], *, conversation: str | None
+    ) -> dict[str, Any]:
+        """The MongoDB filter search issues (the benchmark times it raw).
+
+        Equality on the thread and the terms only: SecantusDB's planner falls back to a collection scan
+        when a range joins them, so scope, snapshot and dates are checked on what comes back.
+        """
+        query: dict[str, Any] = {"tenant": tenant, "thread": thread, "owner": owner}
+        if conversation is not None:
+            query["conversation"] = conversation
+        if terms:
+            query["terms"] = {"$in": terms}
+        return query
+
+    async def bounded_candidates(
+        self, tenant: str, thread: str, owner: str, terms: list[str], *, within: Within, per_term: int, limit: int
+    ) -> tuple[list[Entry], bool]:
+        """ConversationArchive: a common term's groups cut by its postings (`bounded_groups`)."""
+        conversation, time_ms = within[0], self._search_time_ms
+        place = {"tenant": tenant, "thread": thread, "owner": owner}
+        if conversation is not None:
+            place["conversation"] = conversation
+        with mongo_errors():
+            tops = {
+                t: await self._postings.top_in_thread(tenant, thread, owner, t, per_term + 1, time_ms, within=within)
+                for t in terms
+            }
+            groups, cut = await bounded_groups(
+                self._entries,
+                tops,
+                lambda run: self.candidate_query(tenant, thread, owner, run, conversation=conversation),
+                lambda doc: all(doc.get(k) == v for k, v in place.items()),
+                per_term=per_term,
+                projection=WITHOUT_TERMS,
+                time_ms=time_ms,
+                limit=limit,
+            )
+            entries = list(map(entry_of_doc, entries_of(groups)))
+            return await with_siblings(self._entries, entries, WITHOUT_TERMS, time_ms), cut

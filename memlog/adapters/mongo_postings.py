@@ -20,10 +20,9 @@ from pymongo.errors import BulkWriteError
 
 from memlog.adapters.mongo_entries import where
 from projections.archives import ConversationRef, Entry
-from projections.postings import impacts
+from projections.postings import Within, impacts
 
 POSTINGS = "postings"
-Scoped = tuple[str | None, int]  # a thread search's conversation (None: every one) and snapshot
 BY_TERM_THREAD = "by_term_thread"
 
 
@@ -89,7 +88,7 @@ class MongoPostings:
         return [str(doc["g"]) for doc in docs]
 
     async def top_in_thread(
-        self, tenant: str, thread: str, owner: str, term: str, count: int, time_ms: int, *, within: Scoped
+        self, tenant: str, thread: str, owner: str, term: str, count: int, time_ms: int, *, within: Within
     ) -> list[str]:
         """As `top`, for one thread's term: of one conversation when named, of entries up to a snapshot.
         Equality alone goes to MongoDB: with the conversation or a range on `seq` named, SecantusDB's

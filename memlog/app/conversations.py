@@ -184,8 +184,7 @@ class Conversations:
                 thread,
                 owner,
                 asked.lookup,
-                conversation=conversation,
-                snapshot=snapshot,
+                within=(conversation, snapshot),
                 per_term=per_term(limit),
                 limit=self.search_candidates + 1,
             )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 from dataclasses import replace
-from typing import Any
 
 from projections.archives import ConversationRef, plan_archive
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, day_bounds
@@ -257,9 +256,9 @@ class ConversationArchiveContract:
         await apply_plan(archive, log.exchange(6, "lantern", "lantern lantern", conversation="side"))
         lookup, where = query_of("lantern zephyr").lookup, ("castle", "session", "ann")
 
-        async def read(per_term: int, **options: Any) -> tuple[set[str], bool]:
-            scoped = {"conversation": "main", "snapshot": 99} | options
-            found, cut = await archive.bounded_candidates(*where, lookup, per_term=per_term, **scoped)
+        async def read(per_term: int, conversation: str = "main", snapshot: int = 99) -> tuple[set[str], bool]:
+            within = (conversation, snapshot)
+            found, cut = await archive.bounded_candidates(*where, lookup, within=within, per_term=per_term, limit=99)
             assert len(found) == 2 * len({e.exchange_id for e in found})  # whole exchanges
             return {str(e.exchange_id) for e in found}, cut
 

@@ -31,7 +31,7 @@ from projections.archives import (
 )
 from projections.generations import GenerationAge, generation_ages, generations_kept, taken_at
 from projections.ports import PENDING_SECONDS, Clock, utc_now
-from projections.postings import impacts
+from projections.postings import Within, impacts
 from projections.ranking import exchange_of
 from schemas.events import MAIN_CONVERSATION
 
@@ -248,24 +248,16 @@ class InMemoryConversationArchive:
         return self._bounded(terms, lambda e: e.ref.tenant == tenant and e.agent == agent, per_term, limit)
 
     async def bounded_candidates(
-        self,
-        tenant: str,
-        thread: str,
-        owner: str,
-        terms: list[str],
-        *,
-        conversation: str | None,
-        snapshot: int,
-        per_term: int,
-        limit: int | None = None,
+        self, tenant: str, thread: str, owner: str, terms: list[str], *, within: Within, per_term: int, limit: int
     ) -> tuple[list[Entry], bool]:
         """ConversationArchive: `candidates`, a common term's exchanges cut as postings are read."""
+        conversation, snapshot = within
 
-        def within(e: Entry) -> bool:
+        def held(e: Entry) -> bool:
             place = (e.ref.tenant, e.ref.thread, e.ref.owner) == (tenant, thread, owner)
             return place and conversation in (None, e.ref.conversation) and e.seq <= snapshot
 
-        return self._bounded(terms, within, per_term, limit)
+        return self._bounded(terms, held, per_term, limit)
 
     def _bounded(
         self, terms: list[str], within: Callable[[Entry], bool], per_term: int, limit: int | None
