@@ -35,6 +35,7 @@ from pymongo import AsyncMongoClient
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 EXCHANGES = int(os.environ.get("MEMLOG_BENCH_BOUNDS_EXCHANGES", "1200"))
+WAIT = int(os.environ.get("MEMLOG_BENCH_BOUNDS_WAIT", "2700"))  # 1,200 exchanges take about 20 min to archive here
 BYTES = 22 * 1024
 VOCABULARY = 3000  # distinct words the texts draw from, Zipf-like: a 22 KB text holds about 1,000 of them
 ROUNDS = 7
@@ -85,7 +86,7 @@ async def load(http: httpx.AsyncClient, tenant: str) -> None:
             response.raise_for_status()
 
     await asyncio.gather(*(post(b) for b in bodies))
-    deadline = time.monotonic() + 900
+    deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:  # until the archive holds the last exchanges (each question names its day)
         found = await http.get(
             f"/v1/tenants/{tenant}/threads/session:keeper/search",
@@ -94,7 +95,7 @@ async def load(http: httpx.AsyncClient, tenant: str) -> None:
         if found.status_code == 200 and len(found.json()["results"]) == 6:
             return
         await asyncio.sleep(2)
-    raise TimeoutError("the archive did not apply the exchanges in 900 s")
+    raise TimeoutError(f"the archive did not apply the exchanges in {WAIT} s (MEMLOG_BENCH_BOUNDS_WAIT)")
 
 
 async def with_health(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[Any, float]:
