@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 RETRY_FIRST_SECONDS = 0.2
 RETRY_MAX_SECONDS = 5.0
+# A batch's records are applied, and their checkpoint advanced, in steps of at most this many bytes of
+# records: a batch of costly records (archive entries of tens of KB, each with its postings) then
+# shows progress step by step, and the watchdog never takes a long batch for a stalled one.
+APPLY_STEP_BYTES = 1 << 20
 
 
 class DeadLetterSink(Protocol):
@@ -191,8 +195,12 @@ class Projector(Generic[E]):
         run: list[tuple[E, Position]] = []
         shredded: list[tuple[Event, Position]] = []
         expired = 0
+        size = 0  # bytes of the records in `run`
         for record, item in zip(records, read, strict=True):
             position = Position(self.topic, record.partition, record.offset)
+            if size >= APPLY_STEP_BYTES:
+                await self._apply(run)
+                run, size = [], 0
             if isinstance(item, Erased):
                 shredded.append((cast(Event, None), position))
                 who = (item.tenant, item.subject)
@@ -212,6 +220,7 @@ class Projector(Generic[E]):
                 await self._retrying(partial(self._dead_letter, position, record, error))
                 continue
             run.append((cast(E, item), position))
+            size += len(record.value or b"")
         await self._apply(run)
         if shredded:
             await self._retrying(partial(advance_past, self._checkpoints, shredded))
