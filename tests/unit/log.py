@@ -11,14 +11,8 @@ from typing import Any
 from memlog.adapters.in_memory import (
     InMemoryCheckpoints,
     InMemoryConversationArchive,
-    InMemoryExports,
-    InMemoryFactSlots,
-    InMemoryFactStore,
-    InMemoryIdempotency,
     InMemoryKeyVault,
-    InMemoryLedger,
     InMemorySessionStore,
-    InMemoryTraceStore,
 )
 from memlog.adapters.summarizers import ExtractiveSummarizer
 from memlog.config.settings import Settings
@@ -34,6 +28,7 @@ from streams.sealer import Sealer, Who
 from streams.steps.archive import ArchiveStep
 from streams.steps.privacy import SubjectData
 from streams.steps.sessions import SessionStep
+from tests.unit.subject_stores import InMemoryNamespace, subject_data
 
 Logged = tuple[str, dict[str, Any], Position]  # event type, record as it travels, position
 
@@ -140,18 +135,8 @@ def world(settings: Settings, policy: ThreadPolicy, summarizer: Summarizer | Non
     live = Projections()
     log = InProcessLog(settings, sealer, live, policy)
     folds = FoldService(live.sessions, log, summarizer or ExtractiveSummarizer(), policy, "test")
-    data = SubjectData(
-        sessions=live.sessions,
-        facts=InMemoryFactStore(),
-        fact_slots=InMemoryFactSlots(),
-        traces=InMemoryTraceStore(),
-        conversations=live.conversations,
-        idempotency=InMemoryIdempotency(86_400),
-        exports=InMemoryExports(),
-        vault=vault,
-        ledger=InMemoryLedger(os.urandom(32)),
-        sealer=sealer,
-    )
+    stores = InMemoryNamespace(sessions=live.sessions, conversations=live.conversations, receipts=None)
+    data = subject_data(stores, vault=vault, sealer=sealer)
     live.sessions.now_ms = now_ms()
     return World(log, folds, data)
 

@@ -1,22 +1,80 @@
-"""A subject's data in the in-memory stores: planted, and everything held about it read back."""
+"""A subject's data in the in-memory stores: planted, and everything held about it read back; and the
+in-memory namespace those stores make (`InMemoryNamespace`), from which the tests take their `SubjectData`
+through `SubjectData.of`, as the worker does, so the list of a subject's stores stays in one place."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import AsyncIterator
 
+from memlog.adapters.in_memory import (
+    InMemoryConversationArchive,
+    InMemoryExports,
+    InMemoryFactSlots,
+    InMemoryFactStore,
+    InMemoryIdempotency,
+    InMemoryKeyVault,
+    InMemoryLedger,
+    InMemoryReceiptStore,
+    InMemorySessionStore,
+    InMemoryTraceStore,
+)
 from projections.archives import plan_archive
 from projections.facts import Fact, SubjectFacts
+from projections.ports import ConversationArchive, FactSlots, FactStore, Idempotency, KeyVault, SessionStore, TraceStore
 from projections.position import Position
-from projections.receipts import receipt_document
+from projections.receipts import ReceiptStore, receipt_document
 from projections.redaction import Redactor
 from projections.session import Exchange, Segment, SessionChange, SessionWrite, ThreadKey
 from projections.traces import trace_document
 from schemas.events import Envelope, QuestionAsked, ReceiptRecorded, RunTraced
-from streams.steps.privacy import SubjectData
+from streams.sealer import Sealer
+from streams.steps.privacy import OtherNamespaces, SubjectData
 
 T0 = 1_795_000_000_000
 
 DAY_MS = 86_400_000
+
+
+@dataclasses.dataclass
+class InMemoryNamespace:
+    """One namespace's stores that hold something about subjects, in memory (a `NamespaceData`)."""
+
+    sessions: SessionStore = dataclasses.field(default_factory=InMemorySessionStore)
+    facts: FactStore = dataclasses.field(default_factory=InMemoryFactStore)
+    traces: TraceStore = dataclasses.field(default_factory=InMemoryTraceStore)
+    conversations: ConversationArchive = dataclasses.field(default_factory=InMemoryConversationArchive)
+    idempotency: Idempotency = dataclasses.field(default_factory=lambda: InMemoryIdempotency(86_400))
+    fact_slots: FactSlots | None = dataclasses.field(default_factory=InMemoryFactSlots)
+    receipts: ReceiptStore | None = dataclasses.field(default_factory=InMemoryReceiptStore)
+
+    def empty(self) -> None:
+        """Every store fresh, as dropping the namespace's database and keys leaves it."""
+        fresh = InMemoryNamespace()
+        for field in dataclasses.fields(InMemoryNamespace):
+            setattr(self, field.name, getattr(fresh, field.name))
+
+
+def subject_data(
+    namespace: InMemoryNamespace | None = None,
+    *,
+    vault: KeyVault | None = None,
+    sealer: Sealer | None = None,
+    part_bytes: int = 4 * 1024 * 1024,
+    others: OtherNamespaces | None = None,
+) -> SubjectData:
+    """A namespace's subject stores (fresh ones unless given) with in-memory privacy stores (export bundles
+    in parts of `part_bytes`)."""
+    vault = vault or InMemoryKeyVault(os.urandom(32))
+    return SubjectData.of(
+        namespace or InMemoryNamespace(),
+        exports=InMemoryExports(part_bytes),
+        vault=vault,
+        ledger=InMemoryLedger(os.urandom(32)),
+        sealer=sealer or Sealer(vault),
+        others=others,
+    )
 
 
 async def nothing_held() -> list[str]:

@@ -10,36 +10,20 @@ import os
 import pytest
 
 from memlog.adapters.in_memory import (
-    InMemoryConversationArchive,
     InMemoryExports,
-    InMemoryFactSlots,
-    InMemoryFactStore,
-    InMemoryIdempotency,
     InMemoryKeyVault,
     InMemoryLedger,
     InMemoryNamespacePointer,
     InMemoryNamespaceRegistry,
-    InMemoryReceiptStore,
-    InMemorySessionStore,
-    InMemoryTraceStore,
 )
 from memlog.config.settings import Settings
 from projections.namespaces import ABANDONED, ACTIVE, BUILDING, PREVIOUS
-from projections.ports import (
-    ConversationArchive,
-    FactSlots,
-    FactStore,
-    Idempotency,
-    SessionStore,
-    TraceStore,
-)
-from projections.receipts import ReceiptStore
 from schemas.errors import Conflict, NotFound, StoreRefused
 from streams.namespaces import Namespaces, NamespaceStores
 from streams.sealer import Sealer
 from streams.steps.privacy import NamespaceData, SubjectData, erase
 from tests.contracts.clocks import Clock
-from tests.unit.subject_stores import everything_about, remember
+from tests.unit.subject_stores import InMemoryNamespace, everything_about, remember
 
 NOTHING = [None, [], [], [], [], [], [], [], None]
 
@@ -54,22 +38,13 @@ def clock() -> Clock:
 
 
 @dataclasses.dataclass
-class Namespace:
+class Namespace(InMemoryNamespace):
     """One namespace's in-memory stores; `drop` empties them, as dropping a database does."""
 
-    sessions: SessionStore = dataclasses.field(default_factory=InMemorySessionStore)
-    facts: FactStore = dataclasses.field(default_factory=InMemoryFactStore)
-    traces: TraceStore = dataclasses.field(default_factory=InMemoryTraceStore)
-    conversations: ConversationArchive = dataclasses.field(default_factory=InMemoryConversationArchive)
-    idempotency: Idempotency = dataclasses.field(default_factory=lambda: InMemoryIdempotency(86_400))
-    fact_slots: FactSlots = dataclasses.field(default_factory=InMemoryFactSlots)
-    receipts: ReceiptStore = dataclasses.field(default_factory=InMemoryReceiptStore)
     dropped: bool = False
 
     async def drop(self) -> None:
-        fresh = Namespace()
-        for field in ("sessions", "facts", "traces", "conversations", "idempotency", "fact_slots", "receipts"):
-            setattr(self, field, getattr(fresh, field))
+        self.empty()
         self.dropped = True
 
 
@@ -114,7 +89,8 @@ async def test_an_erasure_leaves_nothing_in_the_previous_abandoned_or_building_n
     for offset, name in enumerate(("live", "live-r1", "live-r2", "live-r3")):
         await remember(app.data(name), "ann", offset * 10)
         await remember(app.data(name), "bob", offset * 10 + 100)
-        assert await app.held[name].fact_slots.reserve("castle", "ann", "f-new", nothing_held, 30)
+        slots = app.held[name].fact_slots
+        assert slots is not None and await slots.reserve("castle", "ann", "f-new", nothing_held, 30)
     assert dict((e.namespace, e.state) for e in await app.registry.entries()) == {
         "live": PREVIOUS,
         "live-r1": ACTIVE,

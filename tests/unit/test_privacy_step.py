@@ -4,48 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 
 import pytest
 
-from memlog.adapters.in_memory import (
-    InMemoryConversationArchive,
-    InMemoryExports,
-    InMemoryFactSlots,
-    InMemoryFactStore,
-    InMemoryIdempotency,
-    InMemoryKeyVault,
-    InMemoryLedger,
-    InMemoryReceiptStore,
-    InMemorySessionStore,
-    InMemoryTraceStore,
-)
 from projections.position import Position
 from projections.session import Exchange, SessionChange, SessionWrite, ThreadKey
-from streams.sealer import Sealer
 from streams.steps.privacy import SubjectData, erase, export
-from tests.unit.subject_stores import DAY_MS, T0, everything_about, remember
+from tests.unit.subject_stores import DAY_MS, T0, everything_about, remember, subject_data
 
 
 async def stored_bundle(data: SubjectData, request_id: str) -> str:
     return b"".join([part async for part in data.exports.read(request_id)]).decode()
-
-
-def subject_data(part_bytes: int = 4 * 1024 * 1024) -> SubjectData:
-    vault = InMemoryKeyVault(os.urandom(32))
-    return SubjectData(
-        sessions=InMemorySessionStore(),
-        facts=InMemoryFactStore(),
-        fact_slots=InMemoryFactSlots(),
-        traces=InMemoryTraceStore(),
-        conversations=InMemoryConversationArchive(),
-        idempotency=InMemoryIdempotency(86_400),
-        exports=InMemoryExports(part_bytes),
-        vault=vault,
-        ledger=InMemoryLedger(os.urandom(32)),
-        receipts=InMemoryReceiptStore(),
-        sealer=Sealer(vault),
-    )
 
 
 async def test_an_erasure_deletes_everything_about_the_subject_and_only_that() -> None:
