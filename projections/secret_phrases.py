@@ -474,19 +474,25 @@ _NAMING_ATTRIBUTES = frozenset({"name", "key", "type", "id", "field", "property"
 _VALUE_ATTRIBUTES = frozenset({"value", "val", "content", "data-value"})
 
 
-def elements(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+def elements(text: str, is_secret_name: IsSecretName, every_tag: bool = False) -> Iterator[Span]:
     """The content of an element whose name is a secret's, or whose naming attribute is; and the value
-    attribute of a tag so named."""
+    attribute of a tag so named. Only the tags that may be so named are read one by one (_candidates),
+    unless `every_tag` (what the candidates are tested against)."""
     position = 0
-    left, tags = budget(text), budget(text, 8)  # secret elements; tags of any name (ordinary HTML: fewer)
-    while (tag := _TAG.search(text, position)) is not None:
-        position = tag.end()
-        tags -= 1
-        if tags < 0:  # a tag every few characters: no markup, the rest at once
-            yield tag.start(), len(text)
-            return
-        rest = _TAG_REST.match(text, position)
-        if rest is None:
+    left = budget(text)  # secret elements
+    starts = None if every_tag else _candidates(text, is_secret_name)
+    tags = budget(text, 8)  # when every tag is read: tags of any name (ordinary HTML: fewer)
+    for start in starts if starts is not None else (tag.start() for tag in _TAG.finditer(text)):
+        if start < position:
+            continue
+        if starts is None:
+            tags -= 1
+            if tags < 0:  # a tag every few characters: no markup, the rest at once
+                yield start, len(text)
+                return
+        tag = _TAG.match(text, start)
+        rest = _TAG_REST.match(text, tag.end()) if tag is not None else None
+        if tag is None or rest is None:
             continue
         position = rest.end()
         name = tag.group(1).rsplit(":", 1)[-1]
@@ -513,6 +519,44 @@ def elements(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
         if span is not None:
             position = max(position, span[1])
             yield span
+
+
+# A naming attribute and its value, wherever written (searched in the lower-cased text: a case-blind pattern
+# is tried at every position); only the name and '=' are taken, so the next search starts inside the value:
+# a superset of what the tags' own reading finds, whatever its alignment.
+_NAMING_ATTRIBUTE = re.compile(
+    r"(?:name|key|type|id|field|property|header|for|label)[ \t\r\n]*+="
+    r"(?=[ \t\r\n]*+(?:\"([^\"<>]{0,4096}+)\"|'([^'<>]{0,4096}+)'|([^\s\"'<>]{1,4096}+)))"
+)
+# More distinct tag names or naming values than this: every tag is read (with the budget of tags).
+_MAX_DISTINCT = 4096
+
+
+def _candidates(text: str, is_secret_name: IsSecretName) -> list[int] | None:
+    """Where the tags that may be named a secret's start, found in C: the distinct tag names and naming
+    attributes' values are judged once each, then only the tags holding a secret one are read. None when
+    there are too many distinct ones to judge."""
+    names = set(_TAG.findall(text))
+    if len(names) > _MAX_DISTINCT:
+        return None
+    starts: list[int] = []
+    secret_names = sorted(name for name in names if is_secret_name(name.rsplit(":", 1)[-1]))
+    if secret_names:
+        # a name cut at 64 characters by _TAG goes on: only a shorter one must end there
+        whole = [re.escape(name) + (r"(?![\w:.-])" if len(name) < 64 else "") for name in secret_names]
+        named = re.compile(f"<(?:{'|'.join(whole)})")
+        starts.extend(match.start() for match in named.finditer(text))
+    if "=" in text:
+        where: dict[str, list[int]] = {}  # each distinct value, and where its attributes start
+        for match in _NAMING_ATTRIBUTE.finditer(_lowered(text)):
+            group = match.lastindex or 0
+            where.setdefault(text[match.start(group) : match.end(group)], []).append(match.start())
+            if len(where) > _MAX_DISTINCT:
+                return None
+        for value, positions in where.items():
+            if value and is_secret_name(value):
+                starts.extend(text.rfind("<", 0, position) for position in positions)
+    return sorted({start for start in starts if start >= 0})
 
 
 def _content(text: str, start: int) -> Span | None:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.redaction import REDACTED, Redactor
-from projections.secret_phrases import budget
+from projections.secret_phrases import budget, elements
 from projections.secrets import luhn, unquote
 
 REDACTOR = Redactor.build()
@@ -87,3 +87,20 @@ VALUES = st.one_of(
 @given(st.lists(st.dictionaries(KEYS, VALUES, max_size=40), min_size=1, max_size=3))
 def test_an_object_whose_keys_are_cleared_at_once_is_redacted_as_key_by_key(objects: list[dict[str, object]]) -> None:
     assert REDACTOR.value(objects) == SLOW_WALK.value(objects)
+
+
+MARKUP = st.sampled_from(
+    [
+        *("<password>", "</password>", "<ns:Token>", "<apiKey/>", "<a>", "<td>", "</td>", "<", ">", " ", "x"),
+        *("<input ", "<entry ", "<b ", 'type="password"', "TYPE='PassWord'", "name=apiKey", 'key="ordinary"'),
+        *("id=pin", 'value="hunter2"', "val=s3cr3t", "for=", '"', "'", "=", "<![CDATA[x<y]]>", "hunter2", "\n"),
+        *('<x=" name=password">', '<name="id=password">', "<" + "p" * 70 + ">", "<passwordX" + "y" * 70 + ">"),
+    ]
+)
+
+
+@given(st.lists(MARKUP, max_size=24))
+def test_the_candidate_tags_find_what_reading_every_tag_finds(parts: list[str]) -> None:
+    text = "".join(parts)
+    found = sorted(elements(text, REDACTOR.secret_key))
+    assert found == sorted(elements(text, REDACTOR.secret_key, every_tag=True))
