@@ -2,7 +2,8 @@
 worker and an API of this module's own record one of each kind of personal data, and no command is typed
 after that: the session, the public and automation threads, the facts, the trace, the task, subagent
 and other main-kind conversations, the export bundle, the idempotency claim and the ledger entries go;
-the current conversation `main` stays (seed 004 protects it).
+the current conversation `main` stays (seed 004 protects it), but what its fold and its reset took out
+of its transcript (its compacted and reset generations) goes.
 
 Then disk: values planted for a subject who is erased are gone from Redis's files within
 MEMLOG_COMPACT_AFTER_SECONDS, the worker having compacted by itself (ledgered, and in its /metrics).
@@ -35,6 +36,8 @@ SECONDS = 5
 DAYS = SECONDS / 86_400  # the *_DAYS settings take fractions
 # MongoDB's (and SecantusDB's) TTL monitor wakes every 60 s: a TTL index deletes within about that
 DEADLINE_SECONDS = 240
+GENERATION_SECONDS = 20  # long enough to see a generation made before it goes
+FOLD_EXCHANGES = 3  # a session past this many exchanges folds all but the newest
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,11 @@ def live(start_memlog: StartMemlog) -> Settings:
         retention_main_days=DAYS,
         retention_task_days=DAYS,
         retention_subagent_days=DAYS,
+        retention_generation_seconds=GENERATION_SECONDS,
+        fold_exchanges=FOLD_EXCHANGES,
+        fold_keep_tokens=0,
+        fold_keep_min=0,
+        fold_keep_max=1,
         export_keep_seconds=SECONDS,
         idempotency_ttl_seconds=SECONDS,
         ingest_retention_seconds=SECONDS,
@@ -175,6 +183,54 @@ async def test_each_lifetime_runs_out_by_itself(http: httpx.AsyncClient) -> None
     # the current conversation stays: seed 004 protects it from retention
     listed = await accepted(http.get(f"{thread(s)}/conversations"))
     assert [c["conversation"] for c in listed["conversations"]] == ["main"]
+
+
+async def test_mains_compacted_and_reset_generations_run_out_by_themselves(http: httpx.AsyncClient) -> None:
+    """`main` stays, but what a fold and a reset took out of its transcript goes GENERATION_SECONDS after
+    its newest entry, with no command typed: the worker's retention run purges it and ledgers it."""
+    s = "brief-bea"
+    main = f"{thread(s)}/conversations/main"
+
+    async def say(question: str) -> str:
+        body = {"tenant": TENANT, "subject": s, "question": question, "answer": f"{question} answered"}
+        return str((await accepted(http.post("/v1/exchanges", json=body)))["position"])
+
+    async def generations(after: str | None = None) -> list[str]:
+        params = {"after": after, "wait": 30} if after else {}
+        listed = await accepted(http.get(f"{thread(s)}/conversations", params=params))
+        found: list[str] = next(c["generations"] for c in listed["conversations"] if c["conversation"] == "main")
+        return found
+
+    async def texts(archives: str) -> list[str]:
+        exported = await accepted(http.get(f"{main}/export", params={"archives": archives}))
+        return [e["text"] for e in exported["entries"]]
+
+    started = time.monotonic()
+    for n in range(FOLD_EXCHANGES + 1):  # past the fold's count: the worker folds the older ones away
+        at = await say(f"bea's question {n}")
+    await eventually("the fold", lambda: _holds(generations(at), "compact@"))
+    reset = await accepted(http.post(f"/v1/tenants/{TENANT}/subjects/{s}/reset", json={"reason": "issue 36"}))
+    await eventually("the reset", lambda: _holds(generations(reset["position"]), "reset@"))
+    last = await say("bea's newest question")
+    await generations(last)  # an export's snapshot is its conversation's newest entry: this one's
+    held = await texts("reset")
+    print(f"folded and reset in {time.monotonic() - started:.1f} s; the reset archive holds {len(held)} entries")
+    assert "bea's question 0" in held  # made, and not gone before its time
+
+    async def generations_gone() -> bool:
+        return await generations(last) == [] and await texts("reset") == []
+
+    await eventually("main's compacted and reset generations", generations_gone)
+    # the transcript stays, and so does main: only what the fold and the reset took out went
+    assert await texts("current") == ["bea's newest question", "bea's newest question answered"]
+    ledger = await accepted(http.get(f"/v1/tenants/{TENANT}/ledger", params={"limit": 500}))
+    purges = [e for e in ledger if e["kind"] == "retention" and e.get("generations_until") is not None]
+    assert purges and all(e["by"] == "schedule" and e["conversation"] == "main" for e in purges)
+    assert sum(e["entries"] for e in purges) >= 2 * (FOLD_EXCHANGES + 1)  # every exchange before the reset
+
+
+async def _holds(found: Awaitable[list[str]], prefix: str) -> bool:
+    return any(name.startswith(prefix) for name in await found)
 
 
 async def test_the_deadletter_topic_keeps_records_for_its_setting(live: Settings) -> None:
