@@ -344,10 +344,10 @@ class ArchiveSearch(Protocol):
         ...
 
     async def bounded(
-        self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
+        self, tenant: str, terms: list[str], *, agent: str | None, per_term: int, limit: int | None = None
     ) -> tuple[list[Entry], bool]:
-        """As `across` for an agent, but a term more than `per_term` exchanges hold contributes only the
-        `per_term` exchanges where it weighs most (projections/postings.py: their impact); and whether
+        """As `across`, but a term more than `per_term` exchanges hold contributes only the `per_term`
+        exchanges where it weighs most (projections/postings.py: their impact); and whether
         a term was cut so. Every exchange of a term held by fewer is found, as `across` finds it."""
         ...
 

@@ -70,17 +70,20 @@ async def bounded_groups(
     projection: Mapping[str, int],
     time_ms: int,
     limit: int | None = None,
+    indexed: bool = True,
 ) -> tuple[list[Doc], bool]:
     """The groups of the terms of `tops` (each term's best `per_term + 1` groups by its postings): a
     rare term's through `rare_query` (a few terms a command), a common term's best `per_term` by `_id`;
     at most `limit` groups through `rare_query`. Groups `keep` refuses are dropped (a group read by `_id` is
     checked there, not in the query: naming more fields makes SecantusDB's planner read more). And
-    whether a term was cut."""
+    whether a term was cut. Not `indexed` (`rare_query` scans the collection): only terms no posting
+    names go through it, the others' groups are read by their postings."""
     common = {t: g[:per_term] for t, g in tops.items() if len(g) > per_term}
     # a term of more than a slice's exchanges: its postings' groups by `_id` (an entry's unposted term
     # is missed there); of fewer: through the term index, a few terms a command
-    by_postings = {t: g for t, g in tops.items() if t not in common and len(g) > SLICE}
-    rare = {t: g for t, g in tops.items() if t not in common and len(g) <= SLICE}
+    least = SLICE if indexed else 0
+    by_postings = {t: g for t, g in tops.items() if t not in common and len(g) > least}
+    rare = {t: g for t, g in tops.items() if t not in common and len(g) <= least}
     found: dict[str, Doc] = {}
     for run in chunks(rare, SLICE):
         if limit is not None and len(found) >= limit:

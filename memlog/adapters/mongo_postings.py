@@ -81,9 +81,11 @@ class MongoPostings:
                 if any(err.get("code") != 11000 for err in exc.details.get("writeErrors", [])):
                     raise  # a posting held already (a redelivery, a term of the group's earlier entry) stays
 
-    async def top(self, tenant: str, agent: str, term: str, count: int, time_ms: int) -> list[str]:
-        """The groups of the `count` postings of highest impact of the agent's term (count + 1 tells more)."""
-        found = self._postings.find({"tenant": tenant, "agent": agent, "term": term}, {"g": 1, "_id": 0})
+    async def top(self, tenant: str, agent: str | None, term: str, count: int, time_ms: int) -> list[str]:
+        """The groups of the `count` postings of highest impact of the agent's term, or the tenant's when
+        None (on `by_term_thread`'s prefix); count + 1 tells more."""
+        query = {"tenant": tenant, "term": term} | ({} if agent is None else {"agent": agent})
+        found = self._postings.find(query, {"g": 1, "_id": 0})
         docs = await found.sort("i", DESCENDING).limit(count).max_time_ms(time_ms).to_list()
         return [str(doc["g"]) for doc in docs]
 

@@ -69,19 +69,22 @@ class MongoArchiveSearch:
             return await with_siblings(self._entries, entries, CANDIDATE_FIELDS, self._search_time_ms)
 
     async def bounded(
-        self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
+        self, tenant: str, terms: list[str], *, agent: str | None, per_term: int, limit: int | None = None
     ) -> tuple[list[Entry], bool]:
         """A term's postings first (small documents, best first): more than `per_term` of them, and only
         the groups of its best `per_term` are read; fewer, and the term finds its groups as `across` does,
-        a few terms a command (memlog/adapters/mongo_bounded.py)."""
+        a few terms a command (memlog/adapters/mongo_bounded.py). An operator's (agent None) finds every
+        term's groups by its postings: `across` scans the collection for it (SecantusDB), so only a term
+        no posting names (an archive written before postings) goes through it."""
         with mongo_errors():
             tops = {t: await self._postings.top(tenant, agent, t, per_term + 1, self._search_time_ms) for t in terms}
             groups, cut = await bounded_groups(
                 self._entries,
                 tops,
                 lambda run: self.across_query(tenant, run, agent=agent),
-                lambda doc: (doc.get("tenant"), doc.get("agent")) == (tenant, agent),
+                lambda doc: doc.get("tenant") == tenant and agent in (None, doc.get("agent")),
                 per_term=per_term,
+                indexed=agent is not None,
                 projection=CANDIDATE_FIELDS,
                 time_ms=self._search_time_ms,
                 limit=limit,

@@ -147,12 +147,10 @@ class CrossSearch:
     async def _candidates(
         self, tenant: str, agent: str | None, lookup: list[str], limit: int
     ) -> tuple[list[Entry], bool]:
-        """The candidates, and whether a common term's were cut to those where it weighs most (an agent's
-        search reads postings: projections/postings.py); no word at all finds nothing, never the archive whole."""
+        """The candidates, and whether a common term's were cut to those where it weighs most (a search
+        reads postings: projections/postings.py); no word at all finds nothing, never the archive whole."""
         if not lookup:
             return [], False
-        if agent is None:  # an operator's search (operator-only, rare) reads the groups, capped
-            return await self.search.across(tenant, lookup, agent=None, limit=self.candidates + 1), False
         cap = self.candidates + 1
         return await self.search.bounded(tenant, lookup, agent=agent, per_term=per_term(limit), limit=cap)
 

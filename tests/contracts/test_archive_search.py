@@ -121,6 +121,13 @@ class ArchiveSearchContract:
             e.entry_id for e in await search.across("castle", lookup, agent="smith")
         )
         assert await search.bounded("castle", lookup, agent="baker", per_term=2) == ([], False)
+        # an operator's: every agent's exchanges, cut the same way (here a baker's lantern outweighs them all)
+        env = _env("castle", "session", "baker", "bob")
+        await archive.apply(plan_archive(log.exchange(1, env, "b0", "night", "lantern " * 12 + "ledger")))
+        found, cut = await search.bounded("castle", lookup, agent=None, per_term=2)
+        assert cut and sorted({e.exchange_id for e in found}) == ["b0", "e1", "e5"]
+        whole, cut = await search.bounded("castle", lookup, agent=None, per_term=7)
+        assert not cut and sorted({e.exchange_id for e in whole}) == ["b0", "e0", "e1", "e2", "e3", "e4", "e5"]
 
 
 class TestInMemoryArchiveSearch(ArchiveSearchContract):

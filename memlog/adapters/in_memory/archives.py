@@ -242,10 +242,11 @@ class InMemoryConversationArchive:
         return self._exchanges_sharing(terms, lambda e: e.ref.tenant == tenant and agent in (None, e.agent), limit)
 
     async def bounded(
-        self, tenant: str, terms: list[str], *, agent: str, per_term: int, limit: int | None = None
+        self, tenant: str, terms: list[str], *, agent: str | None, per_term: int, limit: int | None = None
     ) -> tuple[list[Entry], bool]:
         """ArchiveSearch: a common term's exchanges cut to those where it weighs most, as postings are read."""
-        return self._bounded(terms, lambda e: e.ref.tenant == tenant and e.agent == agent, per_term, limit)
+        mine = (lambda e: e.agent == agent) if agent is not None else (lambda _: True)
+        return self._bounded(terms, lambda e: e.ref.tenant == tenant and mine(e), per_term, limit)
 
     async def bounded_candidates(
         self, tenant: str, thread: str, owner: str, terms: list[str], *, within: Within, per_term: int, limit: int
