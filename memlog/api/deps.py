@@ -52,7 +52,13 @@ def _archive_ready(services: ServicesDep, after: str | None = AFTER, wait: float
     return functools.partial(services.positions.wait_all, after, wait, archive=True)
 
 
+def _edit_ready(services: ServicesDep, after: str | None = AFTER) -> Ready:
+    """The same for an edit of a fact, which waits at most MEMLOG_READ_WAIT_SECONDS."""
+    return functools.partial(services.positions.wait_all, after)
+
+
 ArchiveReady = Annotated[Ready, Depends(_archive_ready)]
+EditReady = Annotated[Ready, Depends(_edit_ready)]
 
 
 async def original(request: Request) -> str:

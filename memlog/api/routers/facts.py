@@ -8,7 +8,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
-from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, EditReady, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactIn, FactOut, FactsOut, ToolRunIn
 from memlog.app.memory import TOOL_DEFINITIONS, recalled_view
 from memlog.app.positions import Ready
@@ -59,6 +59,7 @@ async def list_facts(
 ) -> FactsOut:
     """Every fact memlog keeps about the subject (seed 000 "/allay memory"): listable, searchable.
     A search ranks the tenant's knowledge with them; each result says which it is (`belongs_to`)."""
+    # `after` and `wait` stay before the filters in the OpenAPI description (a dependency's come last)
     ready = functools.partial(services.positions.wait_all, after, wait)
     return await facts_out(services, tenant, subject, agent, q, limit, cursor, ready)
 
@@ -93,10 +94,9 @@ async def facts_out(
     FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY, responses=NOT_FOUND
 )
 async def revise(
-    tenant: str, subject: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
+    tenant: str, subject: str, fact_id: str, body: FactEdit, services: ServicesDep, ready: EditReady
 ) -> FactAccepted:
     """Edit a fact. `after` makes sure a fact just saved is seen first."""
-    ready = functools.partial(services.positions.wait_all, after)
     position = await services.memory.revise(tenant, subject, fact_id, body.text, body.agent, ready=ready)
     return FactAccepted(fact_id=fact_id, position=position.token())
 
@@ -104,11 +104,8 @@ async def revise(
 @router.delete(
     FACTS + "/{fact_id}", status_code=202, response_model=FactAccepted, dependencies=TENANT_ONLY, responses=NOT_FOUND
 )
-async def forget(
-    tenant: str, subject: str, fact_id: str, services: ServicesDep, after: str | None = AFTER
-) -> FactAccepted:
+async def forget(tenant: str, subject: str, fact_id: str, services: ServicesDep, ready: EditReady) -> FactAccepted:
     """Delete a fact; it influences no later read."""
-    ready = functools.partial(services.positions.wait_all, after)
     position, transcript = await services.memory.forget_everywhere(tenant, subject, fact_id, None, ready=ready)
     return FactAccepted(
         fact_id=fact_id,

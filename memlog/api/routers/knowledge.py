@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from memlog.api.auth import TENANT_ONLY
-from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, ServicesDep
+from memlog.api.deps import AFTER, CONFLICT, IDEMPOTENCY_KEY, NOT_FOUND, WAIT, EditReady, ServicesDep
 from memlog.api.models import FactAccepted, FactEdit, FactsOut, KnowledgeIn
 from memlog.api.routers.facts import CURSOR, LIMIT, SEARCH, facts_out
 
@@ -50,6 +50,7 @@ async def list_knowledge(
     cursor: str | None = CURSOR,
 ) -> FactsOut:
     """The tenant's knowledge: listable, searchable."""
+    # `after` and `wait` stay before the filters in the OpenAPI description (a dependency's come last)
     ready = functools.partial(services.positions.wait_all, after, wait)
     return await facts_out(services, tenant, None, agent, q, limit, cursor, ready)
 
@@ -61,11 +62,8 @@ async def list_knowledge(
     dependencies=TENANT_ONLY,
     responses=NOT_FOUND,
 )
-async def revise(
-    tenant: str, fact_id: str, body: FactEdit, services: ServicesDep, after: str | None = AFTER
-) -> FactAccepted:
+async def revise(tenant: str, fact_id: str, body: FactEdit, services: ServicesDep, ready: EditReady) -> FactAccepted:
     """Edit a fact of the tenant. `after` makes sure a fact just saved is seen first."""
-    ready = functools.partial(services.positions.wait_all, after)
     position = await services.memory.revise(tenant, None, fact_id, body.text, body.agent, ready=ready)
     return FactAccepted(fact_id=fact_id, position=position.token())
 
@@ -77,8 +75,7 @@ async def revise(
     dependencies=TENANT_ONLY,
     responses=NOT_FOUND,
 )
-async def forget(tenant: str, fact_id: str, services: ServicesDep, after: str | None = AFTER) -> FactAccepted:
+async def forget(tenant: str, fact_id: str, services: ServicesDep, ready: EditReady) -> FactAccepted:
     """Delete a fact of the tenant; it influences no later read of any subject."""
-    ready = functools.partial(services.positions.wait_all, after)
     position = await services.memory.forget(tenant, None, fact_id, None, ready=ready)
     return FactAccepted(fact_id=fact_id, position=position.token())
