@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
@@ -133,3 +133,30 @@ async def context_of(
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+async def replayed(
+    http: httpx.AsyncClient,
+    body: dict[str, Any],
+    *,
+    meanwhile: Callable[[], Awaitable[None]] | None = None,
+    pause: float = 0.5,
+    tries: int = 600,
+    refused: bool = False,
+) -> dict[str, Any]:
+    """A replay started through the operator API (`body` of POST /v1/replays, asserted 202; with `refused`
+    a 409 is returned as the state "refused"), followed until it is no longer running (at most `tries`
+    looks `pause` apart, `meanwhile` awaited at each while it runs); its last status."""
+    started = await http.post("/v1/replays", json=body)
+    if refused and started.status_code == 409:
+        return {"state": "refused", "detail": started.text}
+    assert started.status_code == 202, started.text
+    status: dict[str, Any] = {}
+    for _ in range(tries):
+        status = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
+        if status["state"] != "running":
+            break
+        if meanwhile is not None:
+            await meanwhile()
+        await asyncio.sleep(pause)
+    return status

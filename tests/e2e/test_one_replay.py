@@ -14,7 +14,7 @@ import pytest
 
 from memlog.config.settings import Settings
 from memlog.dev.processes import settings_env
-from tests.e2e.conftest import api_client, memlog, own_settings
+from tests.e2e.conftest import api_client, memlog, own_settings, replayed
 from tests.e2e.reads import until_ok
 
 TENANT = "replayed"
@@ -43,15 +43,8 @@ async def writer(http: httpx.AsyncClient, stop: asyncio.Event, accepted: dict[st
 
 
 async def api_replay(http: httpx.AsyncClient) -> dict[str, object]:
-    started = await http.post("/v1/replays", json={"projection": "all", "switch": True, "workers": 2})
-    if started.status_code == 409:
-        return {"state": "refused", "detail": started.text}
-    assert started.status_code == 202, started.text
-    while True:
-        status: dict[str, object] = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
-        if status["state"] != "running":
-            return status
-        await asyncio.sleep(0.2)
+    body = {"projection": "all", "switch": True, "workers": 2}
+    return await replayed(http, body, pause=0.2, tries=3000, refused=True)
 
 
 async def cli_replay(settings: Settings) -> tuple[int, str]:

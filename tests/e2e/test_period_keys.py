@@ -21,7 +21,7 @@ from memlog.config.settings import Settings
 from memlog.services import open_services
 from projections.periods import period_of
 from projections.sealing import open_sealed
-from tests.e2e.conftest import api_client, memlog, own_settings
+from tests.e2e.conftest import api_client, memlog, own_settings, replayed
 
 TENANT = "forgetful"
 SUBJECT = "ann"
@@ -122,14 +122,7 @@ async def test_a_shredded_period_no_longer_opens_and_a_replay_skips_it_with_a_co
         assert all(texts.count(mark) >= 1 for mark in NEW)  # the newer records of the same subject open
 
         # a replay skips them with a count, and rebuilds the newer ones
-        started = await http.post("/v1/replays", json={"projection": "all", "switch": True})
-        assert started.status_code == 202, started.text
-        status: dict[str, Any] = {}
-        for _ in range(600):
-            status = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
-            if status["state"] != "running":
-                break
-            await asyncio.sleep(0.5)
+        status = await replayed(http, {"projection": "all", "switch": True})
         assert status["state"] == "done" and status["switched"], status
         assert status["expired_events"] == 3 and status["skipped_events"] == 0, status
         # reads follow the switch within a second: the rebuilt archive holds the readable period only

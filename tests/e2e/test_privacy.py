@@ -7,10 +7,8 @@ must be untouched, and a replay of every topic into a fresh namespace must not b
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
-from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -21,7 +19,7 @@ from memlog.dev.processes import free_port, run_cli
 from memlog.services import open_backends, open_services
 from projections.sealing import SealError, open_sealed
 from streams.replay import Progress, ReplayFailed, _drain_in_processes
-from tests.e2e.conftest import api_client, memlog, own_settings
+from tests.e2e.conftest import api_client, memlog, own_settings, replayed
 from tests.e2e.subject_records import GONE, KEPT, TENANT, marks, mongo_dump, record_everything, redis_dump
 
 
@@ -141,10 +139,10 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
 
             # replay every topic into a fresh namespace: the erased subject's old data stays gone
             previous = settings.namespace
-            replayed = run_cli(settings, "replay", "--projection", "all")
-            assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-            assert "skipped" in replayed.stdout and "erased" in replayed.stdout, replayed.stdout
-            rebuilt = replayed.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
+            by_cli = run_cli(settings, "replay", "--projection", "all")
+            assert by_cli.returncode == 0, by_cli.stdout + by_cli.stderr
+            assert "skipped" in by_cli.stdout and "erased" in by_cli.stdout, by_cli.stdout
+            rebuilt = by_cli.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
             assert rebuilt.startswith(f"{previous}-r")
             scoped = settings.model_copy(update={"namespace": rebuilt})
             dump = await redis_dump(scoped, scoped.redis_prefix) + await mongo_dump(scoped, [scoped.mongo_db_name])
@@ -161,7 +159,7 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
             assert "reads still use" in shared.stdout, shared.stdout
             again_rebuilt = shared.stdout.split("replayed ", 1)[1].split(" into ", 1)[1].split(" ", 1)[0]
             assert again_rebuilt != rebuilt
-            skips = [line for line in replayed.stdout.splitlines() if line.startswith("skipped")]
+            skips = [line for line in by_cli.stdout.splitlines() if line.startswith("skipped")]
             assert skips and skips == [line for line in shared.stdout.splitlines() if line.startswith("skipped")]
             verified = run_cli(settings, "verify", previous, again_rebuilt)
             assert verified.returncode == 0, verified.stdout + verified.stderr
@@ -175,16 +173,12 @@ async def test_erasure_leaves_nothing_and_a_replay_does_not_bring_it_back(stack:
             assert marks(KEPT)[0] in kept.json()["rendered"]
 
             # a replay through the operator API (two processes), without switching; then erasure from the CLI
-            started = await http.post("/v1/replays", json={"projection": "facts", "switch": False, "workers": 2})
-            assert started.status_code == 202, started.text
-            status: dict[str, Any] = {}
-            for _ in range(600):
-                status = (await http.get(f"/v1/replays/{started.json()['replay_id']}")).json()
-                if status["state"] != "running":
-                    break
-                during = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")  # reads keep working
+            async def reads_keep_working() -> None:
+                during = await http.get(f"/v1/tenants/{TENANT}/subjects/{KEPT}/context")
                 assert during.status_code == 200 and marks(KEPT)[0] in during.json()["rendered"]
-                await asyncio.sleep(0.2)
+
+            replay = {"projection": "facts", "switch": False, "workers": 2}
+            status = await replayed(http, replay, meanwhile=reads_keep_working, pause=0.2)
             assert status["state"] == "done" and status["events"] > 0 and not status["switched"], status
             assert status["skipped_events"] > 0 and "erased" in status["skipped_because"][0], status
             cli = run_cli(settings, "erase", TENANT, KEPT)
