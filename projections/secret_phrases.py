@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
-from itertools import islice
 
 Span = tuple[int, int]
 IsSecretName = Callable[[str], bool]
@@ -122,6 +121,9 @@ def cards(text: str, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
     so a list of small numbers, a date or a decimal is not taken for one; a run of more than 19 digits is
     read as consecutive groups, each start tried until 19 digits (so still linear). Past `budget` windows
     judged, the rest of the run is redacted."""
+    first = _CARD_RUN.search(text)
+    if first is None:  # most texts: no run of 13 digits, told before anything is set up
+        return
     left = [budget(text)]
     judged: dict[str, bool] = {}  # a window seen before in this text is not checked again
 
@@ -132,7 +134,7 @@ def cards(text: str, is_card_number: Callable[[str], bool]) -> Iterator[Span]:
             known = judged[digits] = is_card_number(digits)
         return known
 
-    for run in _CARD_RUN.finditer(text):
+    for run in _CARD_RUN.finditer(text, first.start()):
         start, end = run.span()
         if start > 1 and text[start - 1] in ".," and text[start - 2].isdigit():
             continue  # the decimals of a number
@@ -315,7 +317,6 @@ _NOT_A_VALUE = frozenset(
         "hashed",
     }
 )
-_WORD = re.compile(r"\S{1,128}+")
 # Before a name, these make it a particular one: "my password", "the wifi password", "her pin".
 _OWNER = re.compile(
     r"(?<![a-z])(?:my|our|your|his|her|their|the|this|its|new|wifi|wi-fi|admin|root|account|email)"
@@ -397,11 +398,11 @@ def _prose_value(text: str, start: int, needs_digit: bool, lowered: str, name_st
     """A value after a joiner. A plain word is taken only right after "my password is" (a possessive or
     an article before the name, the joiner right after it); otherwise the value must be quoted or hold
     something besides letters, as most passwords do."""
-    limit = min(len(text), start + _WINDOW)
-    words = [(m.start(), m.group()) for m in islice(_WORD.finditer(text, start, limit), _MAX_WORDS)]
+    chunk = text[start : start + _WINDOW]
+    words = chunk.split(None, _MAX_WORDS)[:_MAX_WORDS]  # (split in C: the whitespace of \S is str.isspace's)
     index = 0
     while index < len(words):
-        _, word = words[index]
+        word = words[index]
         index += 1
         bare = word.lower().strip(",;")
         if (bare.endswith(":") and len(bare) > 1) or bare.endswith("="):
@@ -414,12 +415,12 @@ def _prose_value(text: str, start: int, needs_digit: bool, lowered: str, name_st
             joined = False
         if not joined:
             continue
-        while index < len(words) and words[index][1].lower() in _FILLERS:
+        while index < len(words) and words[index].lower() in _FILLERS:
             index += 1
         if index >= len(words):
             return None
-        at, value = words[index]
-        span = _value_span(text, at, value)
+        value = words[index]
+        span = _value_span(text, start + _offset(chunk, words, index), value)
         if span is None:
             continue
         taken = text[span[0] : span[1]]
@@ -432,14 +433,23 @@ def _prose_value(text: str, start: int, needs_digit: bool, lowered: str, name_st
     return None
 
 
+def _offset(chunk: str, words: list[str], index: int) -> int:
+    """Where the word `index` of the chunk's words starts: each is found after the one before it (only
+    whitespace stands between them)."""
+    end = 0
+    for word in words[: index + 1]:
+        end = chunk.find(word, end) + len(word)
+    return end - len(words[index])
+
+
 def _owned(lowered: str, name_start: int) -> bool:
     return _OWNER.search(lowered, max(0, name_start - 32), name_start) is not None
 
 
-def _filler_count(words: list[tuple[int, str]]) -> int:
+def _filler_count(words: list[str]) -> int:
     """Fillers right after the first word ("is now x"), so "the joiner right after the name" allows them."""
     count = 0
-    while 1 + count < len(words) and words[1 + count][1].lower() in _FILLERS:
+    while 1 + count < len(words) and words[1 + count].lower() in _FILLERS:
         count += 1
     return count
 

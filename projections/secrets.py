@@ -114,16 +114,17 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CREDENTIAL_PAIR = re.compile(r"[^\s:]{1,256}:[^\s]{1,1024}")
 # Hex digests, UUIDs and plain numbers are not judged by randomness: they carry no credential by themselves
 # (commit ids, content hashes, run ids) and traces need them. A hex key is found by its context instead.
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_HEX_BYTES = re.compile(rb"[0-9a-fA-F]+")
 # An SSH public key's base64 body: public by design.
 _SSH_PUBLIC = ("AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh")
-_CLASS_OF = str.maketrans(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
-    "U" * 26 + "l" * 26 + "d" * 10,
+# Randomness is weighed in bytes (translated and counted in C): upper case, lower case, digit.
+_NOT_ALNUM_BYTES = bytes(code for code in range(128) if not chr(code).isalnum())
+_CLASS_OF = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    b"U" * 26 + b"l" * 26 + b"d" * 10,
 )
-_CLASS_CHANGES = ("Ul", "Ud", "lU", "ld", "dU", "dl")
-_WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
+_CLASS_CHANGES = (b"Ul", b"Ud", b"lU", b"ld", b"dU", b"dl")
+_WORDY = re.compile(rb"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
 
 # A random-looking token (letters and digits only are weighed, so a URL's punctuation does not count): at least
 # this long; changing between upper case, lower case and digits at least this often (random base62 changes at
@@ -185,7 +186,7 @@ _CARD_PREFIXES = (
 )
 # Strings no detector can find anything in, told apart in one step (most short values of a tool's result):
 # words of at most 15 letters between spaces and light punctuation (no token of 16, no digits, no sign); and
-# hex with dashes (UUIDs, digests: not secrets by themselves, see _HEX) holding a letter (so not a card number).
+# hex with dashes (UUIDs, digests: not secrets by themselves, see _HEX_BYTES) holding a letter (so not a card number).
 _PLAIN_WORDS = re.compile(r"[ ,!?()']*+(?:[A-Za-z]{1,15}+[ ,!?()']++)*+[A-Za-z]{0,15}+")
 _HEX_WORD = re.compile(r"(?=[0-9-]*+[a-fA-F])[0-9a-fA-F-]{1,128}+")
 
@@ -364,15 +365,15 @@ def random_looking(token: str) -> bool:
     core = token.rstrip("=")[:RANDOMNESS_SAMPLE]
     if len(core) < MIN_RANDOM_LENGTH or core.startswith(_SSH_PUBLIC):
         return False
-    letters = _NOT_ALNUM.sub("", core)
-    if not letters or _HEX.fullmatch(letters.removeprefix("0x")):
+    letters = core.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)  # its ASCII letters and digits
+    if not letters or _HEX_BYTES.fullmatch(letters.removeprefix(b"0x")):
         return False
     classes = letters.translate(_CLASS_OF)
     # (a word is 3 letters of one case at least: without such a run, none is looked for)
-    wordy = 0 if "lll" not in classes and "UUU" not in classes else len(letters) - len(_WORDY.sub("", letters))
+    wordy = 0 if b"lll" not in classes and b"UUU" not in classes else len(letters) - len(_WORDY.sub(b"", letters))
     if wordy > MAX_WORDY * len(letters):
         return False  # words: a path, a name, an identifier
-    if sum(kind in classes for kind in "Uld") < 2:
+    if sum(kind in classes for kind in b"Uld") < 2:
         return False
     # runs of one class: one more than the changes, each pair of classes counted in C (a pair of two
     # different classes cannot overlap itself)
