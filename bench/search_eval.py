@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -187,16 +188,20 @@ def percentile(samples: Sequence[float], share: float) -> float:
 Raw = Callable[[str, str, str], Awaitable[None]]
 
 
-async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]:
+async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | None = None) -> dict[str, Any]:
     """`raw(tenant, lang, question)`: the raw MongoDB candidate reads of the thread and of the agent
-    search for that question, timed after each search as the latency floor (None: not timed)."""
+    search for that question, timed after each search as the latency floor (None: not timed).
+    `words_url`: a second API on the same stores without vectors, whose thread search is `memlog_words`."""
+    words = httpx.AsyncClient(base_url=words_url, timeout=120) if words_url else None
     tenant = f"eval-{run}"
     encode, multilingual = minilm(), e5()
     embed_ms: list[float] = []
+    passage_ms: list[float] = []  # the e5 baseline's passage vectors, per exchange, per language
     rows: list[dict[str, Any]] = []
-    latency: dict[str, list[float]] = {"thread": [], "agent": []}
+    latency: dict[str, list[float]] = {"thread": [], "agent": [], "thread, words alone": []}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         last = ""
+        posted = time.perf_counter()
         texts: dict[str, dict[str, str]] = {}
         for lang in FACTS:
             texts[lang] = {}
@@ -216,14 +221,21 @@ async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]
                 response.raise_for_status()
                 last = response.json()["position"]
         thread0 = f"/v1/tenants/{tenant}/threads/session:player-en/search"
-        (await http.get(thread0, params={"q": "wait", "after": last, "wait": 120})).raise_for_status()
+        for attempt in range(60):  # with vectors the worker takes minutes to archive the four conversations
+            waited = await http.get(thread0, params={"q": "wait", "after": last, "wait": 60})
+            if waited.status_code < 400 or attempt == 59:
+                waited.raise_for_status()
+                break
+        archived_s = time.perf_counter() - posted
         for lang in FACTS:
             ids = list(texts[lang])
             docs = [baseline_words(texts[lang][x]) for x in ids]
             rank_bm25 = bm25(docs)
             rank_lang = bm25([lang_words(texts[lang][x]) for x in ids])
             vectors = encode([texts[lang][x] for x in ids])
+            started = time.perf_counter()
             e5_vectors = multilingual[0]([texts[lang][x] for x in ids]) if multilingual else []
+            passage_ms.append((time.perf_counter() - started) * 1000 / len(ids))
             facts_at = {fact: n for n, (_, _, fact) in enumerate(conversation(lang)) if fact is not None}
             for q_index, (question, fact) in enumerate(QUESTIONS[lang]):
                 evidence = f"{lang}-{facts_at[fact]}"
@@ -244,6 +256,15 @@ async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]
                 across.raise_for_status()
                 if raw is not None:
                     await raw(tenant, lang, question)
+                by_words = page
+                if words is not None:
+                    started = time.perf_counter()
+                    by_words = await words.get(
+                        f"/v1/tenants/{tenant}/threads/session:player-{lang}/search",
+                        params={"q": question, "scope": "history", "limit": K, "neighbours": 0},
+                    )
+                    latency["thread, words alone"].append(time.perf_counter() - started)
+                    by_words.raise_for_status()
                 cosine = by_cosine(ids, vectors, encode([question])[0])
                 found = [r["exchange_id"] for r in page.json()["results"]]
                 semantic: list[str] = []
@@ -260,6 +281,7 @@ async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]
                         "part": "fit" if (lang, q_index) in FIT else "report",
                         "half": "first" if facts_at[fact] < len(ids) / 2 else "second",
                         "memlog": outcome(found, evidence),
+                        "memlog_words": outcome([r["exchange_id"] for r in by_words.json()["results"]], evidence),
                         "memlog_rrf": outcome(fused(found, cosine[:K]), evidence),
                         "e5": outcome(semantic, evidence),
                         "memlog_e5": outcome(fused(found, semantic[:K]), evidence),
@@ -269,9 +291,16 @@ async def evaluate(url: str, run: str, raw: Raw | None = None) -> dict[str, Any]
                         "minilm": outcome(cosine, evidence),
                     }
                 )
+    if words is not None:
+        await words.aclose()
+    latency = {name: samples for name, samples in latency.items() if samples}
     if embed_ms:
         latency["e5 query vector + cosine"] = embed_ms
-    return {"rows": rows, "latency": latency}
+    exchanges = sum(len(t) for t in texts.values())
+    cost = {"exchanges": exchanges, "posted to archived s": round(archived_s, 1), "load": os.getloadavg()}
+    if passage_ms:
+        cost["e5 passage ms per exchange (one thread, in process)"] = [round(ms, 1) for ms in passage_ms]
+    return {"rows": rows, "latency": latency, "cost": cost}
 
 
 def raw_reads(services: Any, floor: dict[str, list[float]]) -> Raw:
@@ -296,7 +325,7 @@ def raw_reads(services: Any, floor: dict[str, list[float]]) -> Raw:
     return raw
 
 
-SYSTEMS = ("memlog", "memlog_agent", "bm25", "minilm", "bm25_lang", "memlog_rrf", "e5", "memlog_e5")
+SYSTEMS = ("memlog", "memlog_agent", "memlog_words", "bm25", "minilm", "bm25_lang", "memlog_rrf", "e5", "memlog_e5")
 
 
 def report(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,17 +361,33 @@ def report(result: Mapping[str, Any]) -> dict[str, Any]:
     return {"table": table, "latency": lat}
 
 
+def rss_mib(group: int) -> float:
+    """The resident memory of a process group (a started worker or API and its children), MiB."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:  # pgrp
+                total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return round(total / 2**20, 1)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=None, help="an API already running, open (nothing is started)")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON results here")
+    parser.add_argument(
+        "--vectors", choices=("none", "e5", "minilm"), default="none", help="MEMLOG_SEARCH_VECTORS of worker and API"
+    )
     args = parser.parse_args(argv)
     run = uuid.uuid4().hex[:8]
     holder: dict[str, Any] = {}
     if args.url is not None:
         holder["result"] = asyncio.run(evaluate(args.url.rstrip("/"), run))
     else:
-        from bench.projection import on_local_stack
+        from bench.projection import free_port, on_local_stack
         from memlog.config.settings import Settings
         from memlog.dev.processes import start_api, start_worker
         from memlog.services import open_services
@@ -356,23 +401,32 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "operator_tokens": [],
                     "credentials_file": None,
                     "api_host": "127.0.0.1",
+                    "search_vectors": args.vectors,
                 }
             )
             await ensure_topics(settings)
             worker = await asyncio.to_thread(start_worker, settings, LOGS)
             api = await asyncio.to_thread(start_api, settings, LOGS)
+            plain = settings.model_copy(update={"search_vectors": "none", "api_port": free_port()})
+            words_api = await asyncio.to_thread(start_api, plain, LOGS) if args.vectors != "none" else None
+            words_url = f"http://127.0.0.1:{plain.api_port}" if words_api is not None else None
             floor: dict[str, list[float]] = {"raw thread candidates": [], "raw agent candidates": []}
             try:
                 async with open_services(settings) as services:
                     raw = raw_reads(services, floor)
-                    holder["result"] = await evaluate(f"http://127.0.0.1:{settings.api_port}", run, raw)
+                    holder["result"] = await evaluate(f"http://127.0.0.1:{settings.api_port}", run, raw, words_url)
                 holder["result"]["latency"].update(floor)
+                holder["result"]["cost"]["worker RSS MiB"] = rss_mib(worker.process.pid)
+                holder["result"]["cost"]["API RSS MiB"] = rss_mib(api.process.pid)
             finally:
+                if words_api is not None:
+                    words_api.stop()
                 api.stop()
                 worker.stop()
 
         on_local_stack(started)
     summary_ = report(holder["result"])
+    print("cost", holder["result"].get("cost"))
     if args.out is not None:
         args.out.write_text(json.dumps({**holder["result"], **summary_}, indent=1, ensure_ascii=False) + "\n")
 

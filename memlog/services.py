@@ -249,6 +249,7 @@ class Services:
                 archived=lambda position: self.positions.reached(position, 0, archive=True),
                 evidence=self.evidence,
                 search_candidates=self.settings.search_max_candidates,
+                similar=self.current.similar,
                 cursors=self.cursors,
                 ledger=None if read_only else self.ledger,
             ),
@@ -271,6 +272,7 @@ class Services:
                 self.conversations,
                 self.archive_checkpoints,
                 self.settings.search_max_candidates,
+                similar=self.current.similar,
                 cursors=self.cursors,
             ),
         )

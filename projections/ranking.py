@@ -36,7 +36,7 @@ def partial(candidates: Iterable[Entry], cap: int) -> bool:
     return len({exchange_of(e) for e in candidates}) > cap
 
 
-def _unit(entry: Entry, group: Grouping) -> tuple[ConversationRef, str, str]:
+def unit_of(entry: Entry, group: Grouping) -> tuple[ConversationRef, str, str]:
     """What one result stands for: the exchange (its question, tool calls and answer), or the entry."""
     if group == "exchange" and entry.exchange_id is not None:
         return (entry.ref, "x", entry.exchange_id)
@@ -67,7 +67,7 @@ def rank(
         return []
     units: dict[tuple[ConversationRef, str, str], dict[str, Entry]] = {}
     for entry in candidates:
-        units.setdefault(_unit(entry, group), {}).setdefault(entry.entry_id, entry)
+        units.setdefault(unit_of(entry, group), {}).setdefault(entry.entry_id, entry)
     grouped = [sorted(held.values(), key=lambda e: e.seq) for held in units.values()]
     parts = [[relevance.bag(e.text, stops=True, stop_length=asked.stop_only) for e in entries] for entries in grouped]
     docs = [sum(own[1:], own[0]) for own in parts]

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from projections.hybrid import SimilarEntries
 from projections.ports import (
     ArchiveSearch,
     Checkpoints,
@@ -47,6 +48,7 @@ class Stores:
     idempotency: Idempotency
     fact_slots: FactSlots
     archive_search: ArchiveSearch
+    similar: SimilarEntries | None = None  # archive search's vectors (MEMLOG_SEARCH_VECTORS); None: words alone
     _prepares: tuple[Prepare, ...] = field(default=(), repr=False)
     _drop: Prepare | None = field(default=None, repr=False)
 

@@ -20,6 +20,7 @@ from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from memlog.adapters.archive_vectors import ArchiveVectors
 from memlog.adapters.mongo_bounded import ThreadBoundedReads
 from memlog.adapters.mongo_calendar import ArchiveCalendarReads
 from memlog.adapters.mongo_entries import (
@@ -40,6 +41,7 @@ from memlog.adapters.mongo_postings import MongoPostings
 from memlog.adapters.mongo_scans import above, at_most, equals, every, in_seq_order
 from memlog.adapters.mongo_siblings import with_siblings
 from memlog.adapters.mongo_store import mongo_errors
+from memlog.adapters.mongo_vectors import ArchiveNearest
 from projections.archives import (
     NEVER,
     ArchiveGeneration,
@@ -104,15 +106,21 @@ def _meta(doc: dict[str, Any]) -> ConversationMeta:
     )
 
 
+Vectors = ArchiveVectors | None  # each exchange's, computed as it is archived (None: search by words alone)
 LEGACY_RAW_COPY = "archive"  # before issue 17 every thread event was also kept here, raw, and never read
 
 
-class MongoConversationArchive(ArchiveGroupWrites, ArchiveCalendarReads, ArchiveNeighbourReads, ThreadBoundedReads):
+class MongoConversationArchive(
+    ArchiveGroupWrites, ArchiveCalendarReads, ArchiveNeighbourReads, ThreadBoundedReads, ArchiveNearest
+):
     """The conversation archive; see projections/ports.py ConversationArchive for the contract."""
 
-    def __init__(self, database: AsyncDatabase[dict[str, Any]], *, search_time_ms: int = 1000) -> None:
-        """search_time_ms: maxTimeMS of a search's reads (MEMLOG_SEARCH_MAX_TIME_MS)."""
-        self._search_time_ms = search_time_ms
+    def __init__(
+        self, db: AsyncDatabase[dict[str, Any]], *, search_time_ms: int = 1000, vectors: Vectors = None
+    ) -> None:
+        """search_time_ms: maxTimeMS of a search's reads (MEMLOG_SEARCH_MAX_TIME_MS); vectors: MEMLOG_SEARCH_VECTORS."""
+        self._search_time_ms, self._vectors = search_time_ms, vectors
+        database = db
         self._entries = database[GROUPS]
         self._conversations = database["conversations"]
         self._legacy = database[LEGACY_RAW_COPY]

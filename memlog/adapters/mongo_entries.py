@@ -12,7 +12,8 @@ Per group: the conversation's fields, `subject`, `agent`, `first` and `last` seq
 indexes read (`ids` the entry ids, `at` the times, `n` the places, `terms` the tokens of every entry);
 `m` maps `s<seq>` to each entry's fields but its text and original, `t` maps `s<seq>` to the texts and
 `o` to the originals (kept apart so a read can leave out megabytes of requests, or every text, with
-one projection).
+one projection); `v` maps `s<seq>` of a run's first entry to the run's vector, when archive search
+has vectors (memlog/adapters/archive_vectors.py: int8 bytes; no read of entries carries them).
 """
 
 from __future__ import annotations
@@ -26,9 +27,14 @@ from schemas.events import KEY_SEPARATOR
 
 GROUPS = "entry_groups"
 LEGACY_ENTRIES = "entries"  # before issue 16 (item 2): one document per entry
-WITHOUT_ORIGINALS = {"o": 0, "terms": 0}  # a group read for its entries' text and fields
-WITHOUT_TERMS = {"terms": 0}
-WITHOUT_TEXTS = {"o": 0, "t": 0, "terms": 0}  # a group read for its entries' fields alone: times, offsets, scope
+WITHOUT_ORIGINALS = {"o": 0, "terms": 0, "v": 0}  # a group read for its entries' text and fields
+WITHOUT_TERMS = {"terms": 0, "v": 0}
+WITHOUT_TEXTS = {
+    "o": 0,
+    "t": 0,
+    "terms": 0,
+    "v": 0,
+}  # a group read for its entries' fields alone: times, offsets, scope
 # a group grows no further past this estimate of its size: MongoDB keeps a document within 16 MiB, and
 # an entry alone (its text, original and tokens within the body limit) fits, as it did on its own
 GROUP_BYTES = 8 * 1024 * 1024
@@ -198,8 +204,11 @@ def _owners(entry: Entry) -> dict[str, Any]:
     return {**where(entry.ref), "subject": entry.subject, "agent": entry.agent}
 
 
-def group_doc(group: str, entries: Sequence[Entry]) -> dict[str, Any]:
-    """A new group's document."""
+Vector = tuple[int, bytes]  # a run's vector, by the seq of its first entry
+
+
+def group_doc(group: str, entries: Sequence[Entry], vector: Vector | None = None) -> dict[str, Any]:
+    """A new group's document (`vector`: its entries' vector, memlog/adapters/archive_vectors.py)."""
     kept = once(entries)
     originals = {_key(e.seq): e.original for e in kept if e.original is not None}
     return {
@@ -211,10 +220,13 @@ def group_doc(group: str, entries: Sequence[Entry]) -> dict[str, Any]:
         "m": {_key(e.seq): _message(e) for e in kept},
         "t": {_key(e.seq): e.text for e in kept},
         **({"o": originals} if originals else {}),
+        **({"v": {_key(vector[0]): vector[1]}} if vector is not None else {}),
     }
 
 
-def group_update(entries: Sequence[Entry], held: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def group_update(
+    entries: Sequence[Entry], held: Mapping[str, Any] | None = None, vector: Vector | None = None
+) -> dict[str, Any]:
     """The update adding entries to a group (creating it when missing): idempotent, each entry by its seq.
 
     `held`: the group's arrays as read (none when it is missing). Each array is set to its union with
@@ -225,6 +237,8 @@ def group_update(entries: Sequence[Entry], held: Mapping[str, Any] | None = None
     assigned: dict[str, Any] = {f"m.{_key(e.seq)}": _message(e) for e in kept}
     assigned |= {f"t.{_key(e.seq)}": e.text for e in kept}
     assigned |= {f"o.{_key(e.seq)}": e.original for e in kept if e.original is not None}
+    if vector is not None:
+        assigned[f"v.{_key(vector[0])}"] = vector[1]
     for name, values in _arrays(kept).items():
         before = list((held or {}).get(name) or ())
         assigned[name] = _unique([*before, *values])

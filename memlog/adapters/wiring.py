@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memlog.adapters.archive_vectors import make_archive_vectors
 from memlog.adapters.mongo_archives import MongoConversationArchive
 from memlog.adapters.mongo_idempotency import MongoIdempotency
 from memlog.adapters.mongo_lease import MongoReplayLease
@@ -80,7 +81,9 @@ def open_stores(
     facts = MongoFactStore(database, MongoCheckpoints(database, "facts"))
     traces = MongoTraceStore(database, MongoCheckpoints(database, "traces"))
     receipts = MongoReceiptStore(database)
-    conversations = MongoConversationArchive(database, search_time_ms=settings.search_max_time_ms)
+    conversations = MongoConversationArchive(
+        database, search_time_ms=settings.search_max_time_ms, vectors=make_archive_vectors(settings)
+    )
     archive_search = MongoArchiveSearch(database, search_time_ms=settings.search_max_time_ms)
     idempotency = MongoIdempotency(database, settings.idempotency_ttl_seconds)
     fact_slots = MongoFactSlots(database)
@@ -124,6 +127,7 @@ def open_stores(
         idempotency=idempotency,
         fact_slots=fact_slots,
         archive_search=archive_search,
+        similar=conversations if settings.search_vectors != "none" else None,
         _prepares=(
             conversations.prepare,
             archive_search.prepare,

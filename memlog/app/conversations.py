@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.app.evidence import Evidence
+from memlog.app.nearest import nearest, ranked
 from memlog.app.positions import Ready, at_once
 from projections.archives import (
     EXPORT_PAGE_MAX,
@@ -28,6 +29,7 @@ from projections.archives import (
     decode_cursor,
     encode_cursor,
     excerpt,
+    in_scope,
     match,
     parse_thread,
     retention_purge_refusal,
@@ -35,10 +37,11 @@ from projections.archives import (
 )
 from projections.calendar import FIRST_MS, LAST_MS, calendar_window, clamp, narrow, zone
 from projections.cursors import Cursors, whole
+from projections.hybrid import SimilarEntries
 from projections.ports import ConversationArchive, Idempotency, Ledger
 from projections.position import Position
 from projections.postings import per_term
-from projections.ranking import Grouping, partial, rank, search_position
+from projections.ranking import Grouping, partial, search_position
 from projections.relevance import query_of
 from projections.search import in_window
 from projections.session import ThreadKey
@@ -99,6 +102,22 @@ def _brief(entry: Entry, at: int, snapshot: int) -> dict[str, Any]:
     return view
 
 
+def _shown(
+    scope: Scope, snapshot: int, conversation: str | None, since: int | None, until: int | None
+) -> Callable[[Entry], bool]:
+    """What a thread's search shows of the entries it did not read by their words (its nearest by vector)."""
+
+    def shown(entry: Entry) -> bool:
+        return (
+            in_scope(entry, scope, snapshot)
+            and (conversation is None or entry.ref.conversation == conversation)
+            and (since is None or entry.occurred_at >= since)
+            and (until is None or entry.occurred_at < until)
+        )
+
+    return shown
+
+
 @dataclass
 class Conversations:
     """Args:
@@ -119,6 +138,7 @@ class Conversations:
     archived: Callable[[Position], Awaitable[bool]] | None = None  # whether the archive has applied a position
     evidence: Evidence | None = None  # tool entries' run_id (seed 004, evidence); None: not joined
     search_candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
+    similar: SimilarEntries | None = None  # the archive's vectors (MEMLOG_SEARCH_VECTORS); None: words alone
     ledger: Ledger | None = None  # where a confirmed retention run records each purge
     cursors: Cursors = field(kw_only=True)
 
@@ -191,12 +211,12 @@ class Conversations:
             candidates = in_window(found, scope, snapshot, since, until)
         if documents is None:
             documents = await self.documents(tenant, thread, owner, candidates)
-        # off the event loop: scoring a thousand long exchanges takes a while, and /healthz must answer meanwhile
-        hits = await asyncio.to_thread(
-            rank, query, candidates, after=after, limit=limit + 1, documents=documents, group=group
+        meant = await nearest(self.similar, tenant, query, candidates, thread=(thread, owner))  # by meaning too
+        shown = _shown(scope, snapshot, conversation, since, until)
+        hits = await ranked(
+            query, candidates, meant, shown, after=after, limit=limit + 1, documents=documents, group=group
         )
-        more = len(hits) > limit
-        hits = hits[:limit]
+        more, hits = len(hits) > limit, hits[:limit]
         by_conversation: dict[ConversationRef, list[int]] = {}
         for hit in hits:
             by_conversation.setdefault(hit.entry.ref, []).append(hit.entry.seq)

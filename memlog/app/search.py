@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlog.app.nearest import nearest, ranked
 from memlog.app.positions import Ready, at_once
 from projections.archives import (
     MAX_NEIGHBOUR_RADIUS,
@@ -22,9 +23,10 @@ from projections.archives import (
     match,
 )
 from projections.cursors import Cursors
+from projections.hybrid import SimilarEntries
 from projections.ports import ArchiveSearch, Checkpoints, ConversationArchive
 from projections.postings import per_term
-from projections.ranking import Grouping, Hit, partial, rank
+from projections.ranking import Grouping, Hit, partial
 from projections.relevance import query_of
 from projections.search import (
     Marks,
@@ -61,6 +63,7 @@ class CrossSearch:
     archive: ConversationArchive
     checkpoints: Checkpoints | None = None
     candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
+    similar: SimilarEntries | None = None  # the archive's vectors (MEMLOG_SEARCH_VECTORS): an agent's search fuses
     cursors: Cursors = field(kw_only=True)
 
     async def agent(
@@ -106,13 +109,23 @@ class CrossSearch:
         if cursor:
             marks, after, documents = decode_cursor(self.cursors, cursor, bound)
         found, cut = await self._candidates(tenant, agent, asked.lookup if asked.terms else [], limit)
-        if marks is None:
-            marks = await self._snapshot(found)  # the first page: the run's snapshot
+        near = None if agent is None else await nearest(self.similar, tenant, query, found, agent=agent)  # meaning
+        if marks is None:  # the first page: the run's snapshot, of the partitions both lists came from
+            marks = await self._snapshot([*found, *(e for _, group in near or () for e in group)])
         if documents is None:
             documents = await self._documents(tenant, found)
         candidates = [e for e in found if visible(e, marks, scope, since, until)]
-        hits = await asyncio.to_thread(  # off the event loop, as a thread's search scores
-            rank, query, candidates, after=after, limit=limit + 1, key=across_key, documents=documents, group=group
+        seen = marks
+        hits = await ranked(
+            query,
+            candidates,
+            near,
+            lambda e: visible(e, seen, scope, since, until),
+            after=after,
+            limit=limit + 1,
+            documents=documents,
+            group=group,
+            key=across_key,
         )
         more = len(hits) > limit
         hits = hits[:limit]

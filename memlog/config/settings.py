@@ -275,9 +275,7 @@ class Settings(BaseSettings):
     embeddings_model_dir: Path | None = Field(default=None, description="A local model folder; default: the package.")
     embeddings_url: str = Field(default="https://api.openai.com/v1", description="OpenAI-compatible base URL (…/v1).")
     embeddings_model: str = Field(default="text-embedding-3-small", description="The endpoint's embedding model.")
-    embeddings_api_key: str | None = Field(
-        default=None, description="Key of the endpoint; default: the summarizer's when it has the same URL."
-    )
+    embeddings_api_key: str | None = Field(default=None, description="Endpoint key (default: the summarizer's).")
     embeddings_threads: int = Field(default=1, ge=1, description="BLAS threads of the local model (1: best tail).")
     embeddings_cache_size: int = Field(default=4096, ge=0, description="Questions whose vectors are kept (0: none).")
     embeddings_cache_seconds: float = Field(default=600.0, ge=0, description="... for this long after embedding.")
@@ -293,6 +291,7 @@ class Settings(BaseSettings):
     tokenizer_file: Path | None = Field(default=None, description="A .tiktoken file to use instead of a package.")
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
     fork_entries: int = Field(default=200, ge=1, description="A fork copies this many newest active entries (004).")
+    search_vectors: Literal["none", "e5", "minilm"] = Field(default="none", description="Search by meaning too.")
     search_max_candidates: int = Field(
         default=1000,
         ge=1,

@@ -1,0 +1,54 @@
+"""Archive search's nearest exchanges by vector (MEMLOG_SEARCH_VECTORS) over the groups in MongoDB.
+
+A group's vectors are in its `v` (memlog/adapters/mongo_entries.py); the scope's are read alone (384
+bytes a group), compared with the question's here, and the nearest groups read whole. Mixed into
+MongoConversationArchive; see projections/ports.py SimilarEntries for the contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+from memlog.adapters.archive_vectors import ArchiveVectors, similarities
+from memlog.adapters.mongo_entries import WITHOUT_ORIGINALS, entries_of, entry_of_doc
+from memlog.adapters.mongo_store import mongo_errors
+from projections.archives import Entry
+
+
+class ArchiveNearest:
+    """Mixed into MongoConversationArchive."""
+
+    _entries: AsyncCollection[dict[str, Any]]
+    _vectors: ArchiveVectors | None
+    _search_time_ms: int
+
+    async def nearest(
+        self, tenant: str, question: str, *, thread: tuple[str, str] | None, agent: str | None, limit: int
+    ) -> list[tuple[float, list[Entry]]]:
+        if self._vectors is None:
+            return []
+        scope: dict[str, Any] = {"tenant": tenant}
+        if thread is not None:
+            scope |= {"thread": thread[0], "owner": thread[1]}
+        if agent is not None:
+            scope["agent"] = agent
+        vector = await self._vectors.question(question)
+        with mongo_errors():
+            held = await self._entries.find(scope, {"v": 1}).max_time_ms(self._search_time_ms).to_list()
+        best: dict[Any, float] = {}
+        blobs = [(doc["_id"], blob) for doc in held for blob in (doc.get("v") or {}).values()]
+        scores = await asyncio.to_thread(similarities, vector, [blob for _, blob in blobs])
+        for (group, _), score in zip(blobs, scores, strict=True):
+            best[group] = max(score, best.get(group, -1.0))
+        top = sorted(best, key=lambda group: (-best[group], str(group)))[:limit]
+        if not top:
+            return []
+        with mongo_errors():
+            groups = await self._entries.find({"_id": {"$in": top}}, WITHOUT_ORIGINALS).to_list()
+        by_group: dict[Any, list[Entry]] = {}
+        for doc in entries_of(groups):
+            by_group.setdefault(doc["group"], []).append(entry_of_doc(doc))
+        return [(best[group], by_group[group]) for group in top if group in by_group]
