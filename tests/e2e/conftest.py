@@ -21,6 +21,7 @@ import pytest
 
 from memlog.config.settings import Settings
 from memlog.dev.processes import MemlogProcess, free_port, start_api, start_worker
+from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
 
@@ -102,6 +103,15 @@ def exchange(tenant: str, subject: str, question: str, answer: str | None = None
     if answer is not None:
         body["answer"] = answer
     return body
+
+
+def run_body(tenant: str, subject: str, run_id: str, *, end_ms: int | None = None, **fields: Any) -> dict[str, Any]:
+    """A traced run's body (POST /v1/runs): agent "allay", status ok, ended at `end_ms` (now) 900 ms after
+    it started, no steps or tool calls; `fields` add to it or replace any of these."""
+    end = now_ms() if end_ms is None else end_ms
+    body: dict[str, Any] = {"tenant": tenant, "subject": subject, "agent": "allay", "run_id": run_id}
+    body |= {"status": "ok", "started_at": end - 900, "ended_at": end, "steps": [], "tool_calls": []}
+    return body | fields
 
 
 async def post_exchange(

@@ -22,7 +22,7 @@ from memlog.config.settings import Settings
 from memlog.services import Services, open_services
 from projections.session import ThreadKey
 from schemas.events import now_ms
-from tests.e2e.conftest import memlog, own_settings, post_exchange
+from tests.e2e.conftest import memlog, own_settings, post_exchange, run_body
 from tests.e2e.reads import until_ok
 
 TENANT = "keep"
@@ -181,22 +181,6 @@ async def test_an_unchanged_context_answers_304_and_a_new_exchange_a_new_etag(ht
     assert public.status_code == 200 and public.headers["etag"] != tag
 
 
-def a_run(run_id: str, subject: str, **link: Any) -> dict[str, Any]:
-    end = now_ms()
-    return {
-        "tenant": TENANT,
-        "subject": subject,
-        "agent": "allay",
-        "run_id": run_id,
-        "status": "ok",
-        "started_at": end - 900,
-        "ended_at": end,
-        "steps": [],
-        "tool_calls": [],
-        **link,
-    }
-
-
 async def test_evidence_is_the_reads_own_runs_traced_and_calls_unanswered_read_as_before(
     http: httpx.AsyncClient, services: Services
 ) -> None:
@@ -219,7 +203,7 @@ async def test_evidence_is_the_reads_own_runs_traced_and_calls_unanswered_read_a
     # runs traced later change the read, not the thread: the read joins them, and the tag follows
     served_call, served_exchange = f"run-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
     for run_id, link in [(served_call, {"call_index": 1}), (served_exchange, {})]:
-        response = await http.post("/v1/runs", json=a_run(run_id, subject, exchange_id=exchange_id, **link))
+        response = await http.post("/v1/runs", json=run_body(TENANT, subject, run_id, exchange_id=exchange_id, **link))
         assert response.status_code == 202, response.text
         traced = await until_ok(http, f"/v1/tenants/{TENANT}/runs/{run_id}", {"after": response.json()["position"]})
         assert traced.status_code == 200, traced.text

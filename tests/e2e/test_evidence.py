@@ -19,7 +19,7 @@ from memlog.config.settings import Settings
 from memlog.dev.processes import free_port, run_cli
 from memlog.services import open_services
 from schemas.events import now_ms
-from tests.e2e.conftest import StartMemlog, api_client, memlog, own_settings
+from tests.e2e.conftest import StartMemlog, api_client, memlog, own_settings, run_body
 from tests.e2e.reads import until_ok
 
 MINUTE_MS = 60_000
@@ -62,15 +62,12 @@ async def context(http: httpx.AsyncClient, subject: str, after: str) -> dict[str
 
 def a_run(run_id: str, subject: str, **link: Any) -> dict[str, Any]:
     end = now_ms()
-    return {
-        "tenant": "castle",
-        "subject": subject,
-        "agent": "allay",
-        "run_id": run_id,
-        "status": "ok",
-        "started_at": end - 900,
-        "ended_at": end,
-        "steps": [
+    return run_body(
+        "castle",
+        subject,
+        run_id,
+        end_ms=end,
+        steps=[
             {
                 "model": "small-1",
                 "prompt": "find the base",
@@ -81,9 +78,9 @@ def a_run(run_id: str, subject: str, **link: Any) -> dict[str, Any]:
                 "duration_ms": 500,
             }
         ],
-        "tool_calls": [{"name": "find_base", "started_at": end - 300, "duration_ms": 40, "result": {"x": 100}}],
+        tool_calls=[{"name": "find_base", "started_at": end - 300, "duration_ms": 40, "result": {"x": 100}}],
         **link,
-    }
+    )
 
 
 async def test_a_run_and_the_exchange_it_served_link_both_ways(http: httpx.AsyncClient) -> None:
