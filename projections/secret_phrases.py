@@ -15,6 +15,7 @@ literal, reads a bounded window after it, and the next search starts after what 
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -338,7 +339,8 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 # Where a name may start, found in C (the engine skips ahead to the first letters of these), in order.
 # "code" is looked up from its end, the other anchors start their name.
-_ANCHOR = re.compile(r"pass|pw|pin|otp|api|secret|access|code")
+# (written as a tree of prefixes: the engine tries one branch per letter, not every word)
+_ANCHOR = re.compile(r"p(?:ass|w|in)|a(?:pi|ccess)|otp|secret|code")
 _CODE_PREFIX = re.compile(
     r"(?:security|access|door|gate|alarm|verification|login|one-time|2fa|mfa|otp|sms|confirmation|pin)[ -]$"
 )
@@ -493,7 +495,7 @@ def elements(text: str, is_secret_name: IsSecretName, every_tag: bool = False) -
     starts = None if every_tag else _candidates(text, is_secret_name)
     tags = budget(text, 8)  # when every tag is read: tags of any name (ordinary HTML: fewer)
     for start in starts if starts is not None else (tag.start() for tag in _TAG.finditer(text)):
-        if start < position:
+        if start < position:  # (-1: an attribute outside any tag)
             continue
         if starts is None:
             tags -= 1
@@ -542,20 +544,19 @@ _NAMING_ATTRIBUTE = re.compile(
 _MAX_DISTINCT = 4096
 
 
-def _candidates(text: str, is_secret_name: IsSecretName) -> list[int] | None:
-    """Where the tags that may be named a secret's start, found in C: the distinct tag names and naming
-    attributes' values are judged once each, then only the tags holding a secret one are read. None when
-    there are too many distinct ones to judge."""
+def _candidates(text: str, is_secret_name: IsSecretName) -> Iterator[int] | None:
+    """Where the tags that may be named a secret's start, in order, found in C: the distinct tag names and
+    naming attributes' values are judged once each, then only the tags holding a secret one are searched
+    for, lazily (the reading stops at its budget). None when there are too many distinct ones to judge."""
     names = set(_TAG.findall(text))
     if len(names) > _MAX_DISTINCT:
         return None
-    starts: list[int] = []
+    found: list[Iterator[int]] = []
     secret_names = sorted(name for name in names if is_secret_name(name.rsplit(":", 1)[-1]))
     if secret_names:
         # a name cut at 64 characters by _TAG goes on: only a shorter one must end there
         whole = [re.escape(name) + (r"(?![\w:.-])" if len(name) < 64 else "") for name in secret_names]
-        named = re.compile(f"<(?:{'|'.join(whole)})")
-        starts.extend(match.start() for match in named.finditer(text))
+        found.append(match.start() for match in re.compile(f"<(?:{'|'.join(whole)})").finditer(text))
     if "=" in text:
         where: dict[str, list[int]] = {}  # each distinct value, and where its attributes start
         for match in _NAMING_ATTRIBUTE.finditer(_lowered(text)):
@@ -563,10 +564,9 @@ def _candidates(text: str, is_secret_name: IsSecretName) -> list[int] | None:
             where.setdefault(text[match.start(group) : match.end(group)], []).append(match.start())
             if len(where) > _MAX_DISTINCT:
                 return None
-        for value, positions in where.items():
-            if value and is_secret_name(value):
-                starts.extend(text.rfind("<", 0, position) for position in positions)
-    return sorted({start for start in starts if start >= 0})
+        valued = [positions for value, positions in where.items() if value and is_secret_name(value)]
+        found.append(text.rfind("<", 0, position) for position in heapq.merge(*valued))
+    return heapq.merge(*found)
 
 
 def _content(text: str, start: int) -> Span | None:

@@ -494,16 +494,18 @@ def _emails(text: str, reversed_text: str) -> Iterator[Span]:
     """Email addresses; past one for each 64 characters (a list of addresses), the rest at once."""
     size = len(text)
     left = secret_phrases.budget(text, 64)
+    local_part = _LOCAL_PART_REVERSED.match
     for match in _EMAIL_DOMAIN.finditer(text):
-        local = _LOCAL_PART_REVERSED.match(reversed_text, size - match.start())
+        at = match.start()
+        local = local_part(reversed_text, size - at)
         if local is None:
             continue
-        start = match.start() - len(local.group())
+        start = size - local.end()
         left -= 1
         if left < 0:
             yield start, size
             return
-        if text[start : match.start()] != "git":  # git@host:org/repo names a repository, not a person
+        if at - start != 3 or not text.startswith("git", start):  # git@host:org/repo names a repository
             yield start, match.end()
 
 
