@@ -13,6 +13,7 @@ flight ends; memlog/adapters/mongo_bounded.py keeps each one short).
 
     python -m bench.search_bounds [--candidates N] [--out r.json]   # starts API and worker on the local stack
     MEMLOG_BENCH_BOUNDS_EXCHANGES=300 python -m bench.search_bounds  # smaller
+    MEMLOG_BENCH_BOUNDS_TENANT=bounds-1a2b3c python -m bench.search_bounds  # measure again a tenant loaded before
 """
 
 from __future__ import annotations
@@ -150,8 +151,9 @@ async def measure(url: str, tenant: str, mongo: str, app: str) -> dict[str, Any]
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         started = time.perf_counter()
-        await load(http, tenant)
-        out["load_s"] = round(time.perf_counter() - started, 1)
+        if not os.environ.get("MEMLOG_BENCH_BOUNDS_TENANT"):
+            await load(http, tenant)
+        out["tenant"], out["load_s"] = tenant, round(time.perf_counter() - started, 1)
         routes = {
             "agent": f"/v1/tenants/{tenant}/agents/bounds/search",
             "thread": f"/v1/tenants/{tenant}/threads/session:keeper/search",
@@ -213,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         api = await asyncio.to_thread(start_api, settings, LOGS)
         try:
             url = f"http://127.0.0.1:{settings.api_port}"
-            holder["out"] = await measure(url, f"bounds-{uuid.uuid4().hex[:6]}", settings.mongo, app)
+            tenant = os.environ.get("MEMLOG_BENCH_BOUNDS_TENANT") or f"bounds-{uuid.uuid4().hex[:6]}"
+            holder["out"] = await measure(url, tenant, settings.mongo, app)
             holder["out"]["search_max_candidates"] = settings.search_max_candidates
         finally:
             api.stop()
