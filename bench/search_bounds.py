@@ -65,7 +65,7 @@ async def timed(call: Callable[[], Awaitable[httpx.Response]]) -> tuple[float, h
     return time.perf_counter() - started, response
 
 
-async def load(http: httpx.AsyncClient, tenant: str) -> None:
+async def load(http: httpx.AsyncClient, tenant: str, supervise: Callable[[], None]) -> None:
     rng = random.Random(7)
     words_of = vocabulary(rng)
     bodies = [
@@ -89,6 +89,7 @@ async def load(http: httpx.AsyncClient, tenant: str) -> None:
     await asyncio.gather(*(post(b) for b in bodies))
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:  # until the archive holds the last exchanges (each question names its day)
+        supervise()
         found = await http.get(
             f"/v1/tenants/{tenant}/threads/session:keeper/search",
             params={"q": " ".join(str(n) for n in range(EXCHANGES - 6, EXCHANGES)), "neighbours": 0},
@@ -147,12 +148,12 @@ def p50(samples: Sequence[float]) -> float:
     return round(statistics.median(samples) * 1000, 1)
 
 
-async def measure(url: str, tenant: str, mongo: str, app: str) -> dict[str, Any]:
+async def measure(url: str, tenant: str, mongo: str, app: str, supervise: Callable[[], None]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         started = time.perf_counter()
         if not os.environ.get("MEMLOG_BENCH_BOUNDS_TENANT"):
-            await load(http, tenant)
+            await load(http, tenant, supervise)
         out["tenant"], out["load_s"] = tenant, round(time.perf_counter() - started, 1)
         routes = {
             "agent": f"/v1/tenants/{tenant}/agents/bounds/search",
@@ -211,16 +212,23 @@ def main(argv: Sequence[str] | None = None) -> None:
             update["search_max_candidates"] = args.candidates
         settings = settings.model_copy(update=update)
         await ensure_topics(settings)
-        worker = await asyncio.to_thread(start_worker, settings, LOGS)
+        workers = [await asyncio.to_thread(start_worker, settings, LOGS)]
         api = await asyncio.to_thread(start_api, settings, LOGS)
+
+        def supervise() -> None:  # as `memlog up` does: a worker whose watchdog gave up (exit 75) starts again
+            if workers[-1].process.poll() is not None:
+                print(f"the worker exited with {workers[-1].process.returncode}: starting it again", flush=True)
+                workers.append(start_worker(settings, LOGS))
+
         try:
             url = f"http://127.0.0.1:{settings.api_port}"
             tenant = os.environ.get("MEMLOG_BENCH_BOUNDS_TENANT") or f"bounds-{uuid.uuid4().hex[:6]}"
-            holder["out"] = await measure(url, tenant, settings.mongo, app)
+            holder["out"] = await measure(url, tenant, settings.mongo, app, supervise)
             holder["out"]["search_max_candidates"] = settings.search_max_candidates
+            holder["out"]["worker_restarts"] = len(workers) - 1
         finally:
             api.stop()
-            worker.stop()
+            workers[-1].stop()
 
     on_local_stack(run)
     print(json.dumps(holder["out"], indent=1))
