@@ -31,7 +31,7 @@ from memlog.dev.processes import MemlogProcess, free_port, start_api
 from memlog.services import open_services
 from projections.archives import ConversationRef, Entry, index_terms
 from tests.conftest import unique_settings
-from tests.e2e.conftest import LOGS
+from tests.e2e.conftest import LOGS, api_client
 
 TENANT = "leaving-x"
 BACKEND = {"Authorization": "Bearer tok-leaving"}
@@ -117,7 +117,7 @@ def search(http: httpx.AsyncClient, q: str) -> Any:
 
 
 async def test_a_common_word_of_the_thread_is_cut_and_marked_partial(leaving: tuple[Settings, str]) -> None:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{leaving[0].api_port}", timeout=60) as http:
+    async with api_client(leaving[0]) as http:
         common = await search(http, "lantern")
         rare = await search(http, RARER[0])
     assert common.status_code == rare.status_code == 200, common.text
@@ -126,11 +126,11 @@ async def test_a_common_word_of_the_thread_is_cut_and_marked_partial(leaving: tu
 
 
 async def leave(
-    url: str, q: str, mongo: AsyncMongoClient[dict[str, Any]], app: str
+    settings: Settings, q: str, mongo: AsyncMongoClient[dict[str, Any]], app: str
 ) -> tuple[set[int], dict[int, str], float]:
     """Close a search's client 0.5 s in: the API's connections gone within 5 s after, those open then, and
     the seconds from the search's start until they were gone."""
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+    async with api_client(settings) as http:
         started = time.monotonic()
         request = asyncio.ensure_future(search(http, q))
         await asyncio.sleep(0.5)  # the search is reading, command after command
@@ -151,9 +151,8 @@ async def test_a_search_whose_client_leaves_gives_up_its_connection(
     leaving: tuple[Settings, str], mongo: AsyncMongoClient[dict[str, Any]]
 ) -> None:
     settings, app = leaving
-    url = f"http://127.0.0.1:{settings.api_port}"
     q = " ".join(RARER[:40])  # most of the thread's exchanges hold one of them: the longest search
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+    async with api_client(settings) as http:
         started = time.monotonic()
         waited = await search(http, q)  # a client that waits for its answer
         whole = time.monotonic() - started
@@ -167,7 +166,7 @@ async def test_a_search_whose_client_leaves_gives_up_its_connection(
     # closed), rarely between two commands (the connection goes back to the pool, and nothing is left
     # to stop): a client leaves again then
     for _ in range(3):
-        gone, running, took = await leave(url, q, mongo, app)
+        gone, running, took = await leave(settings, q, mongo, app)
         if gone:
             break
     assert gone, f"the search's connection is still listed after its client left: {running}"
