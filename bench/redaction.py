@@ -15,6 +15,7 @@ import json
 import random
 import re
 import statistics
+import string
 import time
 import uuid
 from collections.abc import Callable
@@ -135,10 +136,27 @@ def adversarial() -> dict[str, RunTraced]:
         "card groups (4111 repeated)": lambda: (["4111 " * (RUN_BYTES // 5)], []),
         "open tags (<a <b)": lambda: (["<a <b " * (RUN_BYTES // 6)], []),
         "secret elements (<password>x)": lambda: (["<password>x" * (RUN_BYTES // 11)], []),
+        "closed tags (<a> repeated)": lambda: (["<a>" * (RUN_BYTES // 3)], []),
+        "tags with an attribute (<a x=1>)": lambda: (["<a x=1>" * (RUN_BYTES // 7)], []),
+        "distinct random tokens (32 characters)": lambda: ([_tokens(rng, "random")], []),
+        "distinct hex digests (32 digits)": lambda: ([_tokens(rng, "hex")], []),
+        "distinct identifiers (item_7_name_x)": lambda: ([_tokens(rng, "names")], []),
         "unique keys with digits": lambda: ([], [(json.dumps({f"k{i}x": i for i in range(RUN_BYTES // 24)}), "{}")]),
         "JSON in strings, 12 levels": lambda: ([_json_in_json(rng, 12)], []),
     }
     return {name: _run(*build()) for name, build in cases.items()}
+
+
+def _tokens(rng: random.Random, kind: str) -> str:
+    """768 KiB of distinct tokens of 16 characters or more, between spaces: each is judged on its own."""
+    alphabet = string.ascii_letters + string.digits
+    if kind == "random":
+        tokens = ("".join(rng.choice(alphabet) for _ in range(32)) for _ in range(RUN_BYTES // 33))
+    elif kind == "hex":
+        tokens = (f"{rng.getrandbits(128):032x}" for _ in range(RUN_BYTES // 33))
+    else:
+        tokens = (f"item_{index}_name_value_x" for index in range(RUN_BYTES // 24))
+    return " ".join(tokens)[:RUN_BYTES]
 
 
 def _json_in_json(rng: random.Random, levels: int) -> str:

@@ -115,6 +115,7 @@ _CREDENTIAL_PAIR = re.compile(r"[^\s:]{1,256}:[^\s]{1,1024}")
 # Hex digests, UUIDs and plain numbers are not judged by randomness: they carry no credential by themselves
 # (commit ids, content hashes, run ids) and traces need them. A hex key is found by its context instead.
 _HEX_BYTES = re.compile(rb"[0-9a-fA-F]+")
+_HEX_TOKEN = re.compile(r"(?:0x)?[0-9a-fA-F-]+")
 # An SSH public key's base64 body: public by design.
 _SSH_PUBLIC = ("AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh")
 # Randomness is weighed in bytes (translated and counted in C): upper case, lower case, digit.
@@ -316,11 +317,17 @@ def _pem_blocks(text: str) -> Iterator[Span]:
 
 
 def _tokens(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
+    """Tokens that are secrets; past one found for each 512 characters (a dump of keys), the rest at once."""
+    left = secret_phrases.budget(text)
     head = _TOKEN_HEAD.match(text)
     for match in (head, *_TOKEN.finditer(text)) if head is not None else _TOKEN.finditer(text):
         token = match.group(1) + match.group(2)
         start = match.start(1)
         if secret_token(token, depth, is_secret_name):
+            left -= 1
+            if left < 0:
+                yield start, len(text)
+                return
             yield start, start + len(token)
         elif "/" in token:  # a key in a path: /bot<token>/, /keys/<key>
             for segment in token.split("/"):
@@ -333,6 +340,8 @@ def secret_token(token: str, depth: int, is_secret_name: IsSecretName) -> bool:
     """A provider key, a JWT, base64 wrapping a secret, or a long random string."""
     if _PROVIDER.match(token):
         return True
+    if _HEX_TOKEN.fullmatch(token) is not None:
+        return False  # a digest, a UUID (see _HEX_BYTES): and as base64 it spells no text worth decoding
     decoded = _base64_text(token)
     if decoded is not None:
         # judged by what it holds: base64 of ordinary text is ordinary

@@ -5,7 +5,9 @@ ordinary text, however long, never reaches it. And the Luhn check summed in C is
 from __future__ import annotations
 
 import random
+import string
 import urllib.parse
+import uuid
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -38,7 +40,8 @@ def test_long_ordinary_text_never_reaches_a_budget() -> None:
         "Choose a password of twelve characters or more. Never share it with anyone, not even support staff."
         " Change it every ninety days, and keep it out of notes, chats and tickets written in plain text. "
     ) * 3_000  # a name of a secret every 200 characters, for 600 KB
-    for text in (floats, table, prose):
+    digests = " ".join(f"{rng.getrandbits(160):040x} {uuid.UUID(int=rng.getrandbits(128))}" for _ in range(10_000))
+    for text in (floats, table, prose, digests):
         assert REDACTOR.text(text) == text
 
 
@@ -53,6 +56,11 @@ def test_a_text_dense_with_candidates_is_redacted_from_where_the_budget_ran_out(
     assert "hunter2" not in REDACTOR.text(elements)
     emails = "a@b.co " * 20_000 + "kim@example.com"
     assert "kim@example.com" not in REDACTOR.text(emails)
+    rng = random.Random(36)
+    alphabet = string.ascii_letters + string.digits
+    keys = " ".join("".join(rng.choice(alphabet) for _ in range(32)) for _ in range(5_000))  # a dump of keys
+    redacted = REDACTOR.text(keys + " ghp_" + "a1B2" * 9)
+    assert "ghp_" not in redacted and redacted.endswith(REDACTED) and len(redacted) < len(keys)
 
 
 def test_the_budget_grows_with_the_text() -> None:
