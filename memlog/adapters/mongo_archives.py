@@ -502,7 +502,8 @@ class MongoConversationArchive(
         query = self.candidate_query(tenant, thread, owner, terms, conversation=conversation)
         cursor = self._entries.find(query, WITHOUT_TERMS).max_time_ms(self._search_time_ms)
         with mongo_errors():
-            docs = entries_of(await (cursor if limit is None else cursor.limit(limit)).to_list())  # whole exchanges
+            groups = await (cursor if limit is None else cursor.limit(limit)).to_list()
+            docs = entries_of([g for g in groups if conversation is None or g.get("conversation") == conversation])
             found = await with_siblings(
                 self._entries, list(map(entry_of_doc, docs)), WITHOUT_TERMS, self._search_time_ms
             )

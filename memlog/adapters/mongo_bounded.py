@@ -92,7 +92,8 @@ async def bounded_groups(
         if limit is not None:
             read = read.limit(limit - len(found))
         for doc in await read.to_list():
-            found.setdefault(doc["_id"], doc)
+            if keep(doc):  # `rare_query` names no conversation: a term beside one makes SecantusDB scan
+                found.setdefault(doc["_id"], doc)
     chosen = sorted({g for best in [*common.values(), *by_postings.values()] for g in best} - set(found))
     for doc in await by_id(groups, chosen, projection, time_ms):
         if keep(doc):
@@ -113,13 +114,14 @@ class ThreadBoundedReads:
         """The MongoDB filter search issues (the benchmark times it raw).
 
         Equality on the thread and the terms only: SecantusDB's planner falls back to a collection scan
-        when a range joins them, so scope, snapshot and dates are checked on what comes back.
+        when a range joins them, or a field neither index holds (a conversation beside the terms), so
+        the conversation, scope, snapshot and dates are checked on what comes back by the callers.
         """
         query: dict[str, Any] = {"tenant": tenant, "thread": thread, "owner": owner}
-        if conversation is not None:
-            query["conversation"] = conversation
         if terms:
             query["terms"] = {"$in": terms}
+        elif conversation is not None:
+            query["conversation"] = conversation
         return query
 
     async def bounded_candidates(
