@@ -204,6 +204,7 @@ class SessionHead:
     count: int = 0  # exchanges held
     segments: tuple[Segment, ...] = ()  # a shared thread's summary, per asker, oldest first
     folded: Folded | None = None  # what `summary` folded away (None: no fold, or one before notices existed)
+    applied: int = field(default=-1, compare=False)  # offset of the store's last write (-1: none); not a value
 
     @property
     def summary_text(self) -> str:
@@ -430,14 +431,12 @@ def _apply_segment(
 
 def with_segment(segments: tuple[Segment, ...], segment: Segment) -> tuple[Segment, ...]:
     """The parts once `segment` is set (an empty one drops its asker's part), oldest first."""
-    kept = [held for held in segments if held.asker != segment.asker]
-    if segment.text:
-        kept.append(segment)
+    kept = [held for held in segments if held.asker != segment.asker] + [segment] * bool(segment.text)
     return tuple(sorted(kept, key=Segment.order))
 
 
-def after(head: SessionHead | None, change: SessionChange) -> SessionHead:
-    """The head a store holds once it has written the change."""
+def after(head: SessionHead | None, change: SessionChange, applied: int = -1) -> SessionHead:
+    """The head a store holds once it has written the change (at offset `applied`)."""
     base = SessionHead() if change.reset or head is None else head
     return SessionHead(
         last_question_at=change.last_question_at,
@@ -447,6 +446,7 @@ def after(head: SessionHead | None, change: SessionChange) -> SessionHead:
         count=base.count + change.count_delta,
         segments=base.segments if change.segment is None else with_segment(base.segments, change.segment),
         folded=base.folded if change.summary is None else change.folded,
+        applied=applied,
     )
 
 
@@ -529,7 +529,8 @@ def plan_batch(
     """The writes for a run of events, given the state loaded before it.
 
     Later events of a thread see the effect of earlier ones, exactly as the store will hold it,
-    so a whole batch is loaded in one round trip and written in another.
+    so a whole batch is loaded in one round trip and written in another. A redelivered event (at or
+    below the offset its thread's head has applied) changes nothing, here as in the store.
     """
     heads: dict[ThreadKey, SessionHead | None] = {}
     exchanges: dict[tuple[ThreadKey, str], Exchange | None] = {}
@@ -551,8 +552,8 @@ def plan_batch(
             # only a fold reads the exchanges it covers: no mapping to build for every other event
             covered={i: exchanges.get((key, i)) for i in ids} if isinstance(event, ThreadFolded) else None,
         )
-        if change is None:
-            writes.append(SessionWrite(position))
+        if change is None or (head is not None and head.applied >= position.offset):
+            writes.append(SessionWrite(position))  # nothing, or redelivered: planned on a newer head, it would differ
             continue
         writes.append(SessionWrite(position, key, change))
         if change.expires_at <= now_ms:
@@ -564,7 +565,7 @@ def plan_batch(
             exchanges[(key, exchange_id)] = None
         if change.exchange is not None:
             exchanges[(key, change.exchange.exchange_id)] = change.exchange
-        heads[key] = after(head, change)
+        heads[key] = after(head, change, position.offset)
         if isinstance(event, AnswerGiven):
             answered.add(key)
     return BatchPlan(writes, heads, answered)

@@ -543,6 +543,7 @@ def _head_of(fields: dict[str, str]) -> SessionHead:
         count=int(fields.get("count", 0)),
         segments=tuple(sorted(segments, key=Segment.order)),
         folded=Folded.from_json(json.loads(fields["folded"])) if "folded" in fields else None,
+        applied=int(fields.get("pos", -1)),
     )
 
 

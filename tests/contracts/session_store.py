@@ -25,7 +25,7 @@ from projections.session import (
 )
 from projections.tokens import TokenCounter
 from projections.traces import Served, link_line, served_links
-from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, now_ms
+from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, ThreadFolded, now_ms
 from streams.steps.sessions import SessionStep
 
 TTL = 3_600_000
@@ -123,6 +123,28 @@ class SessionStoreContract:
         ]
         assert await store.write(writes, clock) == [False, False, False, False]
         assert await store.read(KEY) == ann_session
+
+    async def test_a_redelivered_fold_of_an_expired_exchange_changes_nothing(
+        self, store: SessionStore, clock: int, count_tokens: TokenCounter
+    ) -> None:
+        """x0's session expired before x1; a fold of x0, delivered again with x0 and x1, folds nothing."""
+        late = clock - 1
+        events: list[ThreadEvent] = [
+            QuestionAsked(envelope(late - TTL - 1), "x0", "unanswered"),
+            QuestionAsked(envelope(late), "x1", "again"),
+            ThreadFolded(envelope(late), "f1", "summary", ("x0",), "extractive"),
+            QuestionAsked(envelope(clock), "x2", "and again"),
+        ]
+        batch = [(event, Position("threads", 0, offset)) for offset, event in enumerate(events)]
+        step = SessionStep(
+            store, policy=ThreadPolicy(session_ttl_ms=TTL), count_tokens=count_tokens, clock=lambda: clock
+        )
+        await step(batch[:3])  # applied, then the worker died before committing
+        await step(batch)  # everything comes again
+        session = await store.read(KEY)
+        assert session is not None and [e.exchange_id for e in session.exchanges] == ["x1", "x2"]
+        assert (session.head.count, session.head.folded, session.head.summary) == (2, None, "")
+        assert session.head.tokens == count_tokens("again") + count_tokens("and again")
 
     async def test_a_write_without_a_change_only_advances_the_checkpoint(self, store: SessionStore, clock: int) -> None:
         assert await store.write([SessionWrite(Position("threads", 1, 7))], clock) == [True]

@@ -336,6 +336,25 @@ async def test_batched_application_with_redelivery_equals_the_pure_fold(
             assert stored is None or not stored.exchanges
 
 
+async def test_a_redelivered_question_of_an_expired_session_does_not_come_back_to_be_folded() -> None:
+    """Found by the property above: a fold of an exchange gone with its expired session changes nothing,
+    even when the question, the next one and the fold are delivered again (idempotent by offset across a TTL)."""
+    late = T0 + TTL + 1  # x0's session has expired: x1 starts afresh
+    events: list[ThreadEvent] = [
+        QuestionAsked(env(T0), "x0", "unanswered"),
+        QuestionAsked(env(late), "x1", "again"),
+        ThreadFolded(env(late), "f1", "summary", ("x0",), "extractive"),
+        QuestionAsked(env(late), "x2", "and again"),
+    ]
+    expected = fold(events, late, words)
+    assert [e.exchange_id for e in expected.exchanges] == ["x1", "x2"] and expected.head.folded is None
+    for batch in (1, 2, 3, 8):
+        store = InMemorySessionStore()
+        store.now_ms = late
+        await _apply_all(store, events, late, words, [0, 1, 2, 0, 1, 2, 3], batch)
+        assert await store.read(KEY) == expected
+
+
 @pytest.mark.parametrize(
     "payload, field",
     [

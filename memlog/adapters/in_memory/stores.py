@@ -103,7 +103,7 @@ class InMemorySessionStore(InMemoryCheckpoints):
             held.pop(exchange_id, None)
         if change.exchange is not None:
             held[change.exchange.exchange_id] = change.exchange
-        self._heads[key] = (after(self._heads[key][0], change), position.offset, change.expires_at)
+        self._heads[key] = (after(self._heads[key][0], change, position.offset), position.offset, change.expires_at)
         return True
 
     async def read(self, key: ThreadKey) -> Session | None:
