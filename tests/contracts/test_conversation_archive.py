@@ -3,8 +3,6 @@ run against the in-memory reference and the MongoDB-protocol server."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from memlog.adapters.in_memory import InMemoryConversationArchive
@@ -39,13 +37,8 @@ class TestInMemoryConversationArchive(ConversationArchiveContract):
 
 class TestMongoConversationArchive(ConversationArchiveContract):
     @pytest.fixture
-    async def archive(self, settings: Settings) -> AsyncIterator[ConversationArchive]:
-        client = mongo_client(settings.mongo)
-        store = MongoConversationArchive(client[settings.mongo_db_name])
-        await store.prepare()
-        yield store
-        await client.drop_database(settings.mongo_db_name)
-        await client.close()
+    def archive(self, mongo_archive: ConversationArchive) -> ConversationArchive:
+        return mongo_archive
 
 
 async def test_the_legacy_raw_copy_is_dropped_and_erased(settings: Settings) -> None:
