@@ -22,6 +22,7 @@ from memlog.dev.processes import isolated
 from memlog.services import Services, open_services
 from projections.tokens import TokenCounter, load_encoding
 from streams.topics import ensure_topics
+from tests.kafka import delete_topics_under
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,14 +93,24 @@ def local_stack() -> Iterator[LocalStack]:
         local.down([service.name for service in local.services if service.started_here])
 
 
+# the topic prefixes of the namespaces this session made: their topics are deleted when the session ends, so
+# a long-lived developer stack does not pile up partition directories (one broker died of open files at ~20,000)
+_MADE_PREFIXES: set[str] = set()
+
+
 @pytest.fixture(scope="session")
-def stack(local_stack: LocalStack) -> Settings:
-    return base_settings()
+def stack(local_stack: LocalStack) -> Iterator[Settings]:
+    settings = base_settings()
+    yield settings
+    asyncio.run(delete_topics_under(settings, sorted(_MADE_PREFIXES)))
 
 
 def unique_settings(stack: Settings, **overrides: Any) -> Settings:
-    """Settings with topics, consumer group and store namespaces of their own (one per test)."""
-    return isolated(stack, **overrides)
+    """Settings with topics, consumer group and store namespaces of their own (one per test); the session
+    deletes the namespace's topics at its end."""
+    made = isolated(stack, **overrides)
+    _MADE_PREFIXES.add(made.topic_prefix)
+    return made
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,8 +92,9 @@ def read_report(ndjson: Path) -> FuzzReport:
     return report
 
 
-def fuzz_settings(stack: Settings) -> Settings:
-    return isolated(
+def fuzz_settings(stack: Settings, isolate: Callable[..., Settings] = isolated) -> Settings:
+    """The fuzz run's settings, isolated by `isolate` (the suite's own, which deletes the topics at its end)."""
+    return isolate(
         stack,
         api_port=free_port(),
         operator_tokens=[OPERATOR_TOKEN],

@@ -16,7 +16,7 @@ from schemas.events import AnswerGiven, QuestionAsked, ToolCalled, from_record, 
 from schemas.exchanges import ReportedExchange, exchange_events
 from schemas.session_text import added_text
 from streams.topics import check_retention, ensure_topics
-from tests.kafka import consume_all
+from tests.kafka import consume_all, delete_topics_under
 
 
 async def test_topics_are_created_with_equal_partitions_and_size_limits(topics: Settings) -> None:
@@ -30,6 +30,24 @@ async def test_topics_are_created_with_equal_partitions_and_size_limits(topics: 
         assert await ensure_topics(topics) == []  # a second run creates nothing
     finally:
         await admin.close()
+
+
+async def test_a_sessions_topics_are_deleted_under_its_prefixes_only(topics: Settings, stack: Settings) -> None:
+    """The suite deletes the topics of the namespaces it made (tests/conftest.py); a neighbour's stay."""
+    neighbour = topics.model_copy(update={"topic_prefix": f"{topics.topic_prefix}x"})  # the prefix, longer
+    await ensure_topics(neighbour)
+    deleted = await delete_topics_under(stack, [topics.topic_prefix])
+    assert sorted(deleted) == sorted([*topics.subject_topics, topics.deadletter_topic, topics.topic("ingest")])
+    admin = AIOKafkaAdminClient(bootstrap_servers=topics.bootstrap)
+    await admin.start()
+    try:
+        left = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    assert not left & set(deleted)
+    assert {*neighbour.subject_topics, neighbour.deadletter_topic} <= left
+    assert await delete_topics_under(stack, [neighbour.topic_prefix])
+    assert await delete_topics_under(stack, []) == []
 
 
 async def _retention(admin: AIOKafkaAdminClient, topic: str) -> str:
