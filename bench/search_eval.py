@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 
 from bench.search_eval_data import FACTS, FILLER, QUESTIONS
-from projections.relevance import STOP_WORDS, fold
+from projections.relevance import STOP_WORDS, fold, index_terms, query_of
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
 FILLERS = 150  # filler exchanges per conversation: 180 exchanges in all
@@ -237,6 +237,7 @@ async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | 
             e5_vectors = multilingual[0]([texts[lang][x] for x in ids]) if multilingual else []
             passage_ms.append((time.perf_counter() - started) * 1000 / len(ids))
             facts_at = {fact: n for n, (_, _, fact) in enumerate(conversation(lang)) if fact is not None}
+            held = {term for x in ids for term in index_terms(texts[lang][x])}
             for q_index, (question, fact) in enumerate(QUESTIONS[lang]):
                 evidence = f"{lang}-{facts_at[fact]}"
                 shared = set(baseline_words(question)) & set(baseline_words(texts[lang][evidence]))
@@ -278,6 +279,10 @@ async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | 
                         "question": question,
                         "shares_word": bool(shared),
                         "shares_content": bool(content),
+                        # memlog's empty-result rule: none of its content words is anywhere in the thread
+                        "words_in_thread": bool(set(query_of(question).lookup) & held),
+                        "found": found,
+                        "evidence": evidence,
                         "part": "fit" if (lang, q_index) in FIT else "report",
                         "half": "first" if facts_at[fact] < len(ids) / 2 else "second",
                         "memlog": outcome(found, evidence),
@@ -340,6 +345,9 @@ def report(result: Mapping[str, Any]) -> dict[str, Any]:
         groups[f"part {part}"] = [r for r in rows if r["part"] == part]
     for half in ("first", "second"):
         groups[f"{half} half"] = [r for r in rows if r["half"] == half]
+    groups["no word in thread"] = [r for r in rows if not r["words_in_thread"]]
+    for half in ("first", "second"):  # the halves without the questions the empty-result rule answers empty
+        groups[f"{half} half, in thread"] = [r for r in rows if r["half"] == half and r["words_in_thread"]]
     for lang in FACTS:
         groups[f"{lang} no content word"] = [r for r in rows if r["lang"] == lang and not r["shares_content"]]
     table = {name: {s: summary(g, s) for s in SYSTEMS} for name, g in groups.items()}

@@ -23,6 +23,7 @@ from schemas.errors import ServiceSetupError
 log = logging.getLogger(__name__)
 
 PASSAGE_CHARS = 1000  # an exchange's text is cut here: the model's cost grows with it, its gist is early
+QUESTION_CHARS = 300  # a question is cut here too: a search pays its encode (bench/search_eval.py measures it)
 QUESTION_CACHE = 1024  # recent questions' vectors kept
 
 Encode = Callable[[Sequence[str]], Any]  # texts -> a (texts, dims) float32 array, rows unit length
@@ -31,8 +32,10 @@ Encode = Callable[[Sequence[str]], Any]  # texts -> a (texts, dims) float32 arra
 class ArchiveVectors:
     """Passage vectors as bytes for the archive, question vectors for its search; the model loaded on first use."""
 
-    def __init__(self, model: str, threads: int = 1) -> None:
+    def __init__(self, model: str, threads: int = 1, scan: int = 1000) -> None:
+        """scan: the most groups' vectors one search reads and compares (MEMLOG_SEARCH_MAX_CANDIDATES)."""
         self.name = model
+        self.scan = scan
         self._threads = threads
         self._encoders: tuple[Encode, Encode] | None = None
         self._turn = asyncio.Lock()  # one encode at a time: the model is one CPU thread
@@ -54,7 +57,9 @@ class ArchiveVectors:
         return [pack(row) for row in vectors]
 
     async def question(self, text: str) -> Any:
-        """The question's vector (float32, unit length), kept for the next QUESTION_CACHE questions."""
+        """The question's vector (float32, unit length; the text cut at QUESTION_CHARS), kept for the next
+        QUESTION_CACHE questions."""
+        text = text[:QUESTION_CHARS]
         held = self._questions.get(text)
         if held is not None:
             self._questions.move_to_end(text)
@@ -114,14 +119,14 @@ def _minilm(threads: int) -> tuple[Encode, Encode]:
     return model.encode_array, model.encode_array
 
 
-_SHARED: dict[tuple[str, int], ArchiveVectors] = {}  # one model per process, whatever the namespaces
+_SHARED: dict[tuple[str, int, int], ArchiveVectors] = {}  # one model per process, whatever the namespaces
 
 
 def make_archive_vectors(settings: Settings) -> ArchiveVectors | None:
     """The archive's vectors as configured (MEMLOG_SEARCH_VECTORS), None for words alone; one per process."""
     if settings.search_vectors == "none":
         return None
-    key = (settings.search_vectors, settings.embeddings_threads)
+    key = (settings.search_vectors, settings.embeddings_threads, settings.search_max_candidates)
     if key not in _SHARED:
         _SHARED[key] = ArchiveVectors(*key)
     return _SHARED[key]

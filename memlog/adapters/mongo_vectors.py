@@ -1,7 +1,10 @@
 """Archive search's nearest exchanges by vector (MEMLOG_SEARCH_VECTORS) over the groups in MongoDB.
 
 A group's vectors are in its `v` (memlog/adapters/mongo_entries.py); the scope's are read alone (384
-bytes a group), compared with the question's here, and the nearest groups read whole. Mixed into
+bytes a group), compared with the question's here, and the nearest groups read whole. One search reads
+at most `scan` groups' vectors (MEMLOG_SEARCH_MAX_CANDIDATES), the first the server returns (unsorted:
+a sort would read them all); a scope holding more (an agent's long history) has its other groups found
+by words alone, never by meaning. Mixed into
 MongoConversationArchive; see projections/ports.py SimilarEntries for the contract.
 """
 
@@ -37,7 +40,8 @@ class ArchiveNearest:
             scope["agent"] = agent
         vector = await self._vectors.question(question)
         with mongo_errors():
-            held = await self._entries.find(scope, {"v": 1}).max_time_ms(self._search_time_ms).to_list()
+            found = self._entries.find(scope, {"v": 1}).limit(self._vectors.scan)
+            held = await found.max_time_ms(self._search_time_ms).to_list()
         best: dict[Any, float] = {}
         blobs = [(doc["_id"], blob) for doc in held for blob in (doc.get("v") or {}).values()]
         scores = await asyncio.to_thread(similarities, vector, [blob for _, blob in blobs])

@@ -115,3 +115,19 @@ async def test_pages_of_the_fused_ranking_neither_drop_nor_repeat_a_result(
         if cursor is None:
             break
     assert paged == whole and len(set(whole)) == len(whole) and "x3" in whole
+
+
+async def test_a_search_compares_at_most_scan_groups_vectors(
+    database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
+) -> None:
+    store = await _archived(database, vectors)
+
+    async def nearest() -> list[tuple[float, list[Any]]]:
+        return await store.nearest("castle", "where are my gems?", thread=("session", "ann"), agent=None, limit=10)
+
+    assert len(await nearest()) == 7
+    whole, vectors.scan = vectors.scan, 3  # MEMLOG_SEARCH_MAX_CANDIDATES: an agent's history grows without end
+    try:
+        assert len(await nearest()) == 3
+    finally:
+        vectors.scan = whole
