@@ -13,7 +13,8 @@ flight ends; memlog/adapters/mongo_bounded.py keeps each one short).
 
     python -m bench.search_bounds [--candidates N] [--out r.json]   # starts API and worker on the local stack
     MEMLOG_BENCH_BOUNDS_EXCHANGES=300 python -m bench.search_bounds  # smaller
-    MEMLOG_BENCH_BOUNDS_TENANT=bounds-1a2b3c python -m bench.search_bounds  # measure again a tenant loaded before
+    MEMLOG_BENCH_BOUNDS_TENANT=bounds-1a2b3c MEMLOG_BENCH_BOUNDS_NAMESPACE=t0123456789 python -m bench.search_bounds
+        # measure again a tenant loaded before, in its run's namespace (its `memlogtest_<namespace>` database)
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         update["mongo_url"] = f"{mongo}{'&' if '?' in mongo else '?'}appName={app}"
         if args.candidates is not None:
             update["search_max_candidates"] = args.candidates
+        if os.environ.get("MEMLOG_BENCH_BOUNDS_NAMESPACE"):
+            update["namespace"] = os.environ["MEMLOG_BENCH_BOUNDS_NAMESPACE"]
         settings = settings.model_copy(update=update)
         await ensure_topics(settings)
         workers = [await asyncio.to_thread(start_worker, settings, LOGS)]

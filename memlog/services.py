@@ -30,6 +30,7 @@ from memlog.app.exchanges import Exchanges
 from memlog.app.memory import Memory
 from memlog.app.positions import Positions
 from memlog.app.privacy import SubjectRequests
+from memlog.app.ranker import Ranker
 from memlog.app.readiness import ReadinessCheck
 from memlog.app.receipts import Receipts
 from memlog.app.replays import Replays
@@ -86,6 +87,7 @@ class Services:
     metrics: Metrics | None = None
     _producer: EventProducer | None = None
     _log: LogPositions | None = None
+    ranker: Ranker = field(default_factory=Ranker)  # a search's ranking, in processes of its own (spawned at the first)
     _built: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
@@ -252,6 +254,7 @@ class Services:
                 similar=self.current.similar,
                 cursors=self.cursors,
                 ledger=None if read_only else self.ledger,
+                ranker=self.ranker,
             ),
         )
 
@@ -274,6 +277,7 @@ class Services:
                 self.settings.search_max_candidates,
                 similar=self.current.similar,
                 cursors=self.cursors,
+                ranker=self.ranker,
             ),
         )
 
@@ -435,4 +439,5 @@ async def open_services(
             await services._log.stop()
         if services._producer is not None:
             await services._producer.stop()
+        services.ranker.close()
         await backends.close()

@@ -15,6 +15,7 @@ from typing import Any
 from memlog.app.evidence import Evidence
 from memlog.app.nearest import nearest, ranked
 from memlog.app.positions import Ready, at_once
+from memlog.app.ranker import Ranker, centres, off_loop
 from projections.archives import (
     EXPORT_PAGE_MAX,
     MAX_NEIGHBOUR_RADIUS,
@@ -30,7 +31,6 @@ from projections.archives import (
     encode_cursor,
     excerpt,
     in_scope,
-    match,
     parse_thread,
     retention_purge_refusal,
     thread_ref,
@@ -41,7 +41,7 @@ from projections.hybrid import SimilarEntries
 from projections.ports import ConversationArchive, Idempotency, Ledger
 from projections.position import Position
 from projections.postings import per_term
-from projections.ranking import Grouping, partial, search_position
+from projections.ranking import Grouping, Hit, partial, search_position
 from projections.relevance import query_of
 from projections.search import in_window
 from projections.session import ThreadKey
@@ -141,6 +141,7 @@ class Conversations:
     similar: SimilarEntries | None = None  # the archive's vectors (MEMLOG_SEARCH_VECTORS); None: words alone
     ledger: Ledger | None = None  # where a confirmed retention run records each purge
     cursors: Cursors = field(kw_only=True)
+    ranker: Ranker | None = field(default=None, kw_only=True)  # where a search ranks; None: in a thread
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -214,21 +215,20 @@ class Conversations:
         meant = await nearest(self.similar, tenant, query, candidates, thread=(thread, owner))  # by meaning too
         shown = _shown(scope, snapshot, conversation, since, until)
         hits = await ranked(
-            query, candidates, meant, shown, after=after, limit=limit + 1, documents=documents, group=group
+            query,
+            candidates,
+            meant,
+            shown,
+            after=after,
+            limit=limit + 1,
+            documents=documents,
+            group=group,
+            ranker=self.ranker,
         )
         more, hits = len(hits) > limit, hits[:limit]
-        by_conversation: dict[ConversationRef, list[int]] = {}
-        for hit in hits:
-            by_conversation.setdefault(hit.entry.ref, []).append(hit.entry.seq)
-        nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
-        if radius:
-            refs = list(by_conversation)
-            reads = await asyncio.gather(
-                *(self.store.neighbours(ref, by_conversation[ref], radius, snapshot, candidates) for ref in refs)
-            )
-            for ref, read in zip(refs, reads, strict=True):
-                for seq, found in read.items():
-                    nearby[(ref, seq)] = found
+        nearby = await self._nearby(hits, radius, snapshot, scope, candidates) if radius else {}
+        near_all = [n for hit in hits for n in nearby.get((hit.entry.ref, hit.entry.seq), [])]
+        at = iter(await off_loop(self.ranker, centres, query, [n.text for n in near_all]) if near_all else [])
         results = []
         for hit in hits:
             item = _brief(hit.entry, hit.found.at, snapshot)
@@ -237,16 +237,13 @@ class Conversations:
             item["score"] = round(hit.found.score, 4)
             item["also"] = [{"entry_id": e.entry_id, "role": e.role, "seq": str(e.seq)} for e in hit.also]
             item["source_ref"] = {"entry_id": hit.entry.entry_id, "conversation": hit.entry.ref.conversation}
-            near = nearby.get((hit.entry.ref, hit.entry.seq), [])
-            item["neighbours"] = [
-                _brief(n, _centre(query, n.text), snapshot) for n in near if scope == "history" or n.reset_at > snapshot
-            ]
+            item["neighbours"] = [_brief(n, next(at), snapshot) for n in nearby.get((hit.entry.ref, hit.entry.seq), [])]
             results.append(item)
         next_cursor = (
             encode_cursor(self.cursors, bound, snapshot, [*hits[-1].key, documents]) if more and hits else None
         )
         if self.evidence is not None:
-            await self.evidence.entries(tenant, results)
+            await self.evidence.entries(tenant, results, [*candidates, *near_all])
         return {
             "query": query,
             "scope": scope,
@@ -255,6 +252,23 @@ class Conversations:
             "results": results,
             "next_cursor": next_cursor,
         }
+
+    async def _nearby(
+        self, hits: list[Hit], radius: int, snapshot: int, scope: Scope, candidates: list[Entry]
+    ) -> dict[tuple[ConversationRef, int], list[Entry]]:
+        """The entries either side of each hit in its conversation, in the snapshot and scope."""
+        by_conversation: dict[ConversationRef, list[int]] = {}
+        for hit in hits:
+            by_conversation.setdefault(hit.entry.ref, []).append(hit.entry.seq)
+        refs = list(by_conversation)
+        reads = await asyncio.gather(
+            *(self.store.neighbours(ref, by_conversation[ref], radius, snapshot, candidates) for ref in refs)
+        )
+        nearby: dict[tuple[ConversationRef, int], list[Entry]] = {}
+        for ref, read in zip(refs, reads, strict=True):
+            for seq, found in read.items():
+                nearby[(ref, seq)] = [n for n in found if scope == "history" or n.reset_at > snapshot]
+        return nearby
 
     async def documents(self, tenant: str, thread: str, owner: str, candidates: list[Entry]) -> int | None:
         """How many exchanges the thread holds, for BM25's idf: its entries (the conversations' counts of
@@ -535,9 +549,3 @@ class Conversations:
             now_ms,
             confirm=confirm,
         )
-
-
-def _centre(query: str, text: str) -> int:
-    """Where a neighbour's excerpt centres: on the match when it has one, else its start."""
-    found = match(query, text)
-    return found.at if found else 0

@@ -8,7 +8,7 @@ next read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic_core import from_json, to_json
@@ -101,11 +101,14 @@ class Evidence:
         timeout = self._timeout_ms
         return to_json([with_evidence(v, runs, now_ms=now, timeout_ms=timeout, receipts=receipts) for v in views])
 
-    async def entries(self, tenant: str, items: list[dict[str, Any]]) -> None:
+    async def entries(self, tenant: str, items: list[dict[str, Any]], known: Sequence[Entry] = ()) -> None:
         """Archive entry views (with their `neighbours`, if any), of any threads of the tenant: each tool
         entry gets the `run_id` of the run that served its call (None: none did, or its trace expired) and
         its call's `receipt`; an answer entry its claimed action's `receipt`; and every entry of an
-        exchange the exchange's `answer_state`, over the calls the archive holds of it."""
+        exchange the exchange's `answer_state`, over the calls the archive holds of it. `known`: the
+        archive's entries the caller read (a search's candidates and neighbours), with their places: the
+        entries near them are then read by place, a few groups each, not as one range from the first to
+        the last (hits far apart in a long conversation made that range most of it)."""
         every = [*items, *(n for item in items for n in item.get("neighbours", []))]
         by_thread: dict[str, list[dict[str, Any]]] = {}
         for entry in every:
@@ -113,8 +116,8 @@ class Evidence:
                 by_thread.setdefault(str(entry["thread"]), []).append(entry)
         if not by_thread:
             return
-        known = await self._exchange_entries(tenant, every)
-        exchanges = archived_exchanges([*every, *known])
+        near = await self._exchange_entries(tenant, every, known)
+        exchanges = archived_exchanges([*every, *near])
         now = now_ms()
         for ref, found in by_thread.items():
             runs, receipts = await self.links(tenant, ref, (str(e["exchange_id"]) for e in found))
@@ -124,9 +127,12 @@ class Evidence:
                 exchange = exchanges[(ref, str(entry["exchange_id"]))]
                 archived_evidence(entry, exchange, receipts, now_ms=now, timeout_ms=self._timeout_ms)
 
-    async def _exchange_entries(self, tenant: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def _exchange_entries(
+        self, tenant: str, entries: list[dict[str, Any]], known: Sequence[Entry]
+    ) -> list[dict[str, Any]]:
         """The entries near those of exchanges (within EXCHANGE_RADIUS in their conversation): where the
-        exchanges' other calls and answers are, one read per conversation."""
+        exchanges' other calls and answers are, one read per conversation (by place when `known` holds
+        every one of them with its place: memlog/adapters/mongo_places.py)."""
         if self._archive is None:
             return []
         seqs: dict[ConversationRef, set[int]] = {}
@@ -142,7 +148,7 @@ class Evidence:
         archive = self._archive
         refs = list(seqs)
         reads = await asyncio.gather(
-            *(archive.neighbours(ref, sorted(seqs[ref]), EXCHANGE_RADIUS, NEVER - 1) for ref in refs)
+            *(archive.neighbours(ref, sorted(seqs[ref]), EXCHANGE_RADIUS, NEVER - 1, known) for ref in refs)
         )
         return [_brief(found) for read in reads for near in read.values() for found in near]
 

@@ -4,9 +4,9 @@ search (memlog/app/conversations.py) and the search across threads (memlog/app/s
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 
+from memlog.app.ranker import Ranker, off_loop
 from projections.archives import Entry, Key, Match, rank_key
 from projections.hybrid import NEAREST_READ, SimilarEntries, fuse
 from projections.ranking import Grouping, Hit, rank
@@ -43,16 +43,26 @@ async def ranked(
     documents: int | None,
     group: Grouping,
     key: Callable[[Match, Entry], Key] = rank_key,
+    ranker: Ranker | None = None,
 ) -> list[Hit]:
     """The page after `after`: the word ranking's (`near` None: no vectors), or the fused one, of the
-    nearest groups `visible` in the run's snapshot, scope and dates. Off the event loop: scoring a
-    thousand long exchanges takes a while, and /healthz must answer meanwhile."""
+    nearest groups `visible` in the run's snapshot, scope and dates. Off the event loop and its lock
+    (memlog/app/ranker.py): scoring a thousand long exchanges takes a while, and /healthz must answer
+    meanwhile."""
     if near is None:
-        return await asyncio.to_thread(
-            rank, query, candidates, after=after, limit=limit, key=key, documents=documents, group=group
+        return await off_loop(
+            ranker, rank, query, candidates, after=after, limit=limit, key=key, documents=documents, group=group
         )
-    lexical = await asyncio.to_thread(
-        rank, query, candidates, after=None, limit=len(candidates) + 1, key=key, documents=documents, group=group
+    lexical = await off_loop(
+        ranker,
+        rank,
+        query,
+        candidates,
+        after=None,
+        limit=len(candidates) + 1,
+        key=key,
+        documents=documents,
+        group=group,
     )
     kept = [(score, shown) for score, entries in near if (shown := [e for e in entries if visible(e)])]
     return fuse(lexical, kept, key=key, group=group, after=after, limit=limit)

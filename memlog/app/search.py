@@ -12,6 +12,7 @@ from typing import Any
 
 from memlog.app.nearest import nearest, ranked
 from memlog.app.positions import Ready, at_once
+from memlog.app.ranker import Ranker, centres, off_loop
 from projections.archives import (
     MAX_NEIGHBOUR_RADIUS,
     MAX_RESULTS,
@@ -20,7 +21,6 @@ from projections.archives import (
     Scope,
     binding,
     excerpt,
-    match,
 )
 from projections.cursors import Cursors
 from projections.hybrid import SimilarEntries
@@ -65,6 +65,7 @@ class CrossSearch:
     candidates: int = 1000  # MEMLOG_SEARCH_MAX_CANDIDATES: exchanges a search reads at most
     similar: SimilarEntries | None = None  # the archive's vectors (MEMLOG_SEARCH_VECTORS): an agent's search fuses
     cursors: Cursors = field(kw_only=True)
+    ranker: Ranker | None = field(default=None, kw_only=True)  # where ranking runs; None: in a thread
 
     async def agent(
         self, tenant: str, agent: str, query: str, *, ready: Ready = at_once, **options: Any
@@ -126,10 +127,13 @@ class CrossSearch:
             documents=documents,
             group=group,
             key=across_key,
+            ranker=self.ranker,
         )
         more = len(hits) > limit
         hits = hits[:limit]
         nearby = await self._neighbours(hits, radius, marks, scope, agent, found) if radius else {}
+        shown = [n for hit in hits for n in nearby.get((hit.entry.ref, hit.entry.seq), [])]
+        at = iter(await off_loop(self.ranker, centres, query, [n.text for n in shown]) if shown else [])
         results = []
         for hit in hits:
             item = _brief(hit.entry, hit.found.at, marks)
@@ -142,9 +146,7 @@ class CrossSearch:
                 "conversation": hit.entry.ref.conversation,
                 "thread": item["thread"],
             }
-            item["neighbours"] = [
-                _brief(n, _centre(query, n.text), marks) for n in nearby.get((hit.entry.ref, hit.entry.seq), [])
-            ]
+            item["neighbours"] = [_brief(n, next(at), marks) for n in nearby.get((hit.entry.ref, hit.entry.seq), [])]
             results.append(item)
         return {
             "query": query,
@@ -215,8 +217,3 @@ class CrossSearch:
                     n for n in near if visible(n, marks, scope) and (agent is None or n.agent == agent)
                 ]
         return nearby
-
-
-def _centre(query: str, text: str) -> int:
-    found = match(query, text)
-    return found.at if found else 0
