@@ -66,7 +66,12 @@ class ArchiveVectors:
             return held
         async with self._turn:
             query = (await asyncio.to_thread(self._load))[1]
-            vector = (await asyncio.to_thread(query, [text]))[0]
+            work = asyncio.ensure_future(asyncio.to_thread(query, [text]))
+            try:
+                vector = (await asyncio.shield(work))[0]
+            except asyncio.CancelledError:  # the search left: the model stays one thread's until it is done
+                await asyncio.wait([work])
+                raise
         self._questions[text] = vector
         while len(self._questions) > QUESTION_CACHE:
             self._questions.popitem(last=False)

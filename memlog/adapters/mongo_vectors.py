@@ -38,10 +38,9 @@ class ArchiveNearest:
             scope |= {"thread": thread[0], "owner": thread[1]}
         if agent is not None:
             scope["agent"] = agent
-        vector = await self._vectors.question(question)
-        with mongo_errors():
-            found = self._entries.find(scope, {"v": 1}).limit(self._vectors.scan)
-            held = await found.max_time_ms(self._search_time_ms).to_list()
+        vectors = self._entries.find(scope, {"v": 1}).limit(self._vectors.scan).max_time_ms(self._search_time_ms)
+        with mongo_errors():  # the question's vector computed while the scope's are read
+            vector, held = await asyncio.gather(self._vectors.question(question), vectors.to_list())
         best: dict[Any, float] = {}
         blobs = [(doc["_id"], blob) for doc in held for blob in (doc.get("v") or {}).values()]
         scores = await asyncio.to_thread(similarities, vector, [blob for _, blob in blobs])

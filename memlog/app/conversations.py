@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.app.evidence import Evidence
-from memlog.app.nearest import nearest, ranked
+from memlog.app.nearest import nearest, ranked, started
 from memlog.app.positions import Ready, at_once
 from memlog.app.ranker import Ranker, centres, off_loop
 from projections.archives import (
@@ -198,6 +198,7 @@ class Conversations:
             snapshot = await self.snapshot(tenant, thread, owner)
         candidates: list[Entry] = []
         cut = False
+        meaning = started(self.similar, tenant, query, thread=(thread, owner)) if asked.terms else None
         if asked.terms:  # no word at all: nothing the index can find, and the archive is never read whole
             # a common word's exchanges cut to those where it weighs most (postings), the result partial
             found, cut = await self.store.bounded_candidates(
@@ -212,7 +213,7 @@ class Conversations:
             candidates = in_window(found, scope, snapshot, since, until)
         if documents is None:
             documents = await self.documents(tenant, thread, owner, candidates)
-        meant = await nearest(self.similar, tenant, query, candidates, thread=(thread, owner))  # by meaning too
+        meant = await nearest(meaning, candidates)  # by meaning too
         shown = _shown(scope, snapshot, conversation, since, until)
         hits = await ranked(
             query,

@@ -14,22 +14,40 @@ from projections.ranking import Grouping, Hit, rank
 Near = list[tuple[float, list[Entry]]]
 
 
-async def nearest(
+def started(
     similar: SimilarEntries | None,
     tenant: str,
     query: str,
-    found: Sequence[Entry],
     *,
     thread: tuple[str, str] | None = None,
     agent: str | None = None,
-) -> Near | None:
-    """The scope's nearest groups when search has vectors (None when it has none); none when the words
-    found no candidate (nothing to fuse, and no question vector to pay for)."""
+) -> asyncio.Future[Near] | None:
+    """The scope's nearest groups, read while the words' candidates are (None when search has no
+    vectors): the question's vector and the scope's vectors cost more than the candidates' read, and
+    would otherwise follow it."""
     if similar is None:
         return None
+    pending = asyncio.ensure_future(similar.nearest(tenant, query, thread=thread, agent=agent, limit=NEAREST_READ))
+    pending.add_done_callback(_retrieved)
+    return pending
+
+
+def _retrieved(pending: asyncio.Future[Near]) -> None:
+    """A read nobody awaits (the words found nothing, or the search failed first) raises nowhere."""
+    if not pending.cancelled():
+        pending.exception()
+
+
+async def nearest(pending: asyncio.Future[Near] | None, found: Sequence[Entry]) -> Near | None:
+    """The nearest groups (None: no vectors); none when the words found no candidate (nothing to fuse:
+    the read is stopped)."""
+    if pending is None:
+        return None
     if not found:
+        pending.cancel()
+        await asyncio.wait([pending])
         return []
-    return await similar.nearest(tenant, query, thread=thread, agent=agent, limit=NEAREST_READ)
+    return await pending
 
 
 async def ranked(

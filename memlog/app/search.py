@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from memlog.app.nearest import nearest, ranked
+from memlog.app.nearest import nearest, ranked, started
 from memlog.app.positions import Ready, at_once
 from memlog.app.ranker import Ranker, centres, off_loop
 from projections.archives import (
@@ -109,8 +109,9 @@ class CrossSearch:
         after, marks, documents = None, None, None
         if cursor:
             marks, after, documents = decode_cursor(self.cursors, cursor, bound)
+        meaning = started(self.similar, tenant, query, agent=agent) if agent is not None and asked.terms else None
         found, cut = await self._candidates(tenant, agent, asked.lookup if asked.terms else [], limit)
-        near = None if agent is None else await nearest(self.similar, tenant, query, found, agent=agent)  # meaning
+        near = await nearest(meaning, found)  # by meaning too
         if marks is None:  # the first page: the run's snapshot, of the partitions both lists came from
             marks = await self._snapshot([*found, *(e for _, group in near or () for e in group)])
         if documents is None:
