@@ -197,8 +197,7 @@ class Conversations:
                 await self.known(ConversationRef(tenant, thread, owner, conversation))
             snapshot = await self.snapshot(tenant, thread, owner)
         candidates: list[Entry] = []
-        cut = False
-        meaning = started(self.similar, tenant, query, thread=(thread, owner)) if asked.terms else None
+        cut, meaning = False, started(self.similar, tenant, query, thread=(thread, owner)) if asked.terms else None
         if asked.terms:  # no word at all: nothing the index can find, and the archive is never read whole
             # a common word's exchanges cut to those where it weighs most (postings), the result partial
             found, cut = await self.store.bounded_candidates(
