@@ -4,6 +4,7 @@ search (memlog/app/conversations.py) and the search across threads (memlog/app/s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from memlog.app.ranker import Ranker, off_loop
