@@ -21,7 +21,7 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from itertools import accumulate
+from itertools import accumulate, chain
 
 from projections import secret_phrases
 
@@ -107,6 +107,27 @@ _TOKEN_CHARS = "A-Za-z0-9+/_.~-"
 # next run still finds the character before it.)
 _TOKEN = re.compile(rf"[^{_TOKEN_CHARS}]([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 _TOKEN_HEAD = re.compile(rf"([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
+# Only the tokens secret_token may take are judged in Python: told in C, at each token's start, by shapes
+# every secret it takes has (a superset: a token left out is one secret_token rejects, checked by a test).
+# - a provider's prefix, at the start or after a '/' (a key in a path);
+# - base64 of text (and no hex digest): one alphabet throughout, and its first two characters decode to
+#   the start of UTF-8 text: an ASCII byte that is no control then no continuation byte nor control (first
+#   character C, D, I-Z or a-f; second none of those below), or a lead byte then a continuation byte;
+# - random-looking: 24 characters or more, and the classes (upper, lower, digit, punctuation skipped)
+#   change often enough: 14 distinct characters (MIN_ENTROPY_BITS) with 6 kinds of punctuation in 24 are
+#   10 letters and digits at least, so 4 runs of one class (MIN_CLASS_CHANGES), and 5 unless 13
+#   characters are punctuation (12 letters and digits or more need 5).
+_PUNCTUATION = r"[+/_.~-]"
+_RUN = rf"{_PUNCTUATION}*+(?:{'|'.join(f'{c}++(?:{_PUNCTUATION}*+{c}++)*+' for c in ('[a-z]', '[A-Z]', '[0-9]'))})"
+_MAY_BE_SECRET = (
+    rf"(?=[{_TOKEN_CHARS}]{{16}})"
+    rf"(?:(?={_PROVIDER.pattern})|(?=(?:[A-Za-z0-9+_.~-]*+/)+?(?:{_PROVIDER.pattern}))"
+    rf"|(?!(?:0x)?[0-9a-fA-F-]++(?![={_TOKEN_CHARS}]))"
+    r"(?:(?=(?:[CDI-Za-f](?![BIJKLRYZabhopqrx4-7])[A-Za-z0-9+/_-]|[w-z0-9][IJKLYZabopqr4-7])(?:[A-Za-z0-9+/]*+|[A-Za-z0-9_-]*+)(?![A-Za-z0-9+/_.~-]))"
+    rf"|(?=[{_TOKEN_CHARS}]{{24}})(?=(?:{_RUN}){{4}})(?=(?:{_RUN}){{5}}|(?:[A-Za-z0-9]*+{_PUNCTUATION}){{13}})))"
+)
+_CANDIDATE = re.compile(rf"[^{_TOKEN_CHARS}]{_MAY_BE_SECRET}([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
+_CANDIDATE_HEAD = re.compile(rf"{_MAY_BE_SECRET}([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -316,11 +337,13 @@ def _pem_blocks(text: str) -> Iterator[Span]:
         yield begin.start(), position
 
 
-def _tokens(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
-    """Tokens that are secrets; past one found for each 512 characters (a dump of keys), the rest at once."""
+def _tokens(text: str, depth: int, is_secret_name: IsSecretName, every_token: bool = False) -> Iterator[Span]:
+    """Tokens that are secrets; past one found for each 512 characters (a dump of keys), the rest at once.
+    Only the candidates (_CANDIDATE) are judged, unless `every_token` (what the candidates are tested against)."""
     left = secret_phrases.budget(text)
-    head = _TOKEN_HEAD.match(text)
-    for match in (head, *_TOKEN.finditer(text)) if head is not None else _TOKEN.finditer(text):
+    first, then = (_TOKEN_HEAD, _TOKEN) if every_token else (_CANDIDATE_HEAD, _CANDIDATE)
+    head = first.match(text)
+    for match in chain((head,), then.finditer(text)) if head is not None else then.finditer(text):
         token = match.group(1) + match.group(2)
         start = match.start(1)
         if secret_token(token, depth, is_secret_name):

@@ -4,17 +4,19 @@ ordinary text, however long, never reaches it. And the Luhn check summed in C is
 
 from __future__ import annotations
 
+import base64
 import random
+import re
 import string
 import urllib.parse
 import uuid
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from projections.redaction import REDACTED, Redactor
 from projections.secret_phrases import budget, elements
-from projections.secrets import luhn, unquote
+from projections.secrets import _tokens, luhn, random_looking, unquote
 
 REDACTOR = Redactor.build()
 
@@ -112,3 +114,68 @@ def test_the_candidate_tags_find_what_reading_every_tag_finds(parts: list[str]) 
     text = "".join(parts)
     found = sorted(elements(text, REDACTOR.secret_key))
     assert found == sorted(elements(text, REDACTOR.secret_key, every_tag=True))
+
+
+_KEY_CHARS = string.ascii_letters + string.digits
+_PROVIDER_KEYS = (
+    *("sk-" + "aB3" * 8, "ghp_" + "x1Y" * 12, "xoxb-" + "1a" * 6, "AKIA" + "Q7" * 8, "SG." + "ab" * 9 + "." + "cd" * 9),
+    *("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0", "sntryu_" + "a=" * 21, "0af3" * 8 + "-us12"),
+    *("ghp_" + "a" * 36, "AKIA" + "Q" * 16),  # one class throughout: neither random nor base64 of text
+)
+# base64 of these is too short to look random (under 24 characters): found only as base64 of text
+_SHORT_PAIRS = ("日本:hunter2", "a日:hunter2", "º:hunter2xy", "\t:hunter2xyz")
+_SECRET_TEXTS = ("user:hunter2", "password=hunter2", "token: " + _PROVIDER_KEYS[1], "x " + _PROVIDER_KEYS[-1])
+
+
+def _base64_of(before: str, secret: str, urlsafe: bool) -> str:
+    raw = (before + secret).encode("utf-8", "surrogatepass")
+    return (base64.urlsafe_b64encode(raw) if urlsafe else base64.b64encode(raw)).decode()
+
+
+TOKENS = st.one_of(
+    st.text(alphabet=_KEY_CHARS, min_size=16, max_size=48),  # random keys, and words
+    st.text(alphabet=_KEY_CHARS + "+/_.~-", min_size=16, max_size=48),
+    # base64 of any text, and of a secret after any character (a control one, a lead byte, a tab)
+    st.builds(_base64_of, st.text(max_size=40), st.just(""), st.booleans()),
+    st.builds(
+        _base64_of,
+        st.one_of(st.text(max_size=3), st.sampled_from(["", "\t", "\n", "\r", "\ufeff", "é", "日本"])),
+        st.sampled_from(_SECRET_TEXTS),
+        st.booleans(),
+    ),
+    st.sampled_from(_PROVIDER_KEYS),
+    st.builds("/".join, st.lists(st.sampled_from(["api", "bot", "keys", "x" * 20, *_PROVIDER_KEYS]), max_size=4)),
+    st.builds(lambda n: f"item_{n}_name_value_x", st.integers(0, 10**9)),
+    st.builds(lambda n: f"{n:032x}", st.integers(0, 2**128)),
+)
+
+
+@given(st.lists(st.tuples(TOKENS, st.sampled_from(["", "=", "==", " ", "\n", '"', "=x", ",", "/", "-"])), max_size=8))
+@example([("keys/" + _PROVIDER_KEYS[-2], " "), ("x" * 20 + "/" + _PROVIDER_KEYS[-1], "")])  # a key in a path
+@example([(_base64_of(before, _SECRET_TEXTS[1], False), " ") for before in ("\t", "\r", "a日本", "日本", "\ufeff")])
+@example([(_base64_of(pair, "", False), " ") for pair in _SHORT_PAIRS])
+def test_the_candidate_tokens_find_what_judging_every_token_finds(parts: list[tuple[str, str]]) -> None:
+    text = "".join(token + after for token, after in parts)
+    found = sorted(_tokens(text, 0, REDACTOR.secret_key))
+    assert found == sorted(_tokens(text, 0, REDACTOR.secret_key, every_token=True))
+
+
+def _runs_of_classes(rng: random.Random) -> str:
+    """A token of 2 to 6 runs of one class (lower, upper, digits), with punctuation between its characters."""
+    classes = (string.ascii_lowercase, string.ascii_uppercase, string.digits)
+    out: list[str] = []
+    kind = rng.randrange(3)
+    for _ in range(rng.randint(2, 6)):
+        kind = (kind + rng.randint(1, 2)) % 3
+        for _ in range(rng.randint(1, 2 if kind < 2 else 6)):
+            out.append(rng.choice(classes[kind]) + "".join(rng.choice("+/_.~-") for _ in range(rng.randint(0, 3))))
+    return "".join(out)
+
+
+def test_every_random_looking_token_is_a_candidate() -> None:
+    """Near the candidates' bounds: few runs of a class, many punctuation characters, 24 characters or more."""
+    rng = random.Random(36)
+    taken = [token for token in (_runs_of_classes(rng) for _ in range(25_000)) if random_looking(token)]
+    few_runs = [token for token in taken if len(re.findall(r"[a-z]+|[A-Z]+|[0-9]+", re.sub(r"\W|_", "", token))) < 5]
+    assert len(few_runs) > 5  # the bound on punctuation is tried
+    assert [token for token in taken if not list(_tokens(token, 0, REDACTOR.secret_key))] == []
