@@ -85,5 +85,5 @@ def around(
             if later.seq > snapshot:
                 break
             after.append(later)
-        result[hit.seq] = [replace(e, original=None) for e in [*before, *after]]
+        result[hit.seq] = [e if e.original is None else replace(e, original=None) for e in [*before, *after]]
     return result

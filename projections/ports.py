@@ -318,11 +318,20 @@ class ConversationArchive(Protocol):
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]: ...
 
     async def neighbours(
-        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, known: Sequence[Entry] = ()
+        self,
+        ref: ConversationRef,
+        seqs: list[int],
+        radius: int,
+        snapshot: int,
+        known: Sequence[Entry] = (),
+        *,
+        texts: bool = True,
     ) -> dict[int, list[Entry]]:
         """Up to `radius` entries either side of each of the conversation's `seqs`, in order, without
-        their originals. `known`: entries of the archive the caller already read (any conversation), a
-        hint that may save reads; the answer is the same with or without it."""
+        their originals; unless `texts`, their texts are not read (one may come back empty or not: the
+        caller reads their other fields alone). `known`:
+        entries of the archive the caller already read (any conversation), a hint that may save reads;
+        the answer is the same with or without it."""
         ...
 
     async def erase_subject(self, tenant: str, subject: str) -> int: ...

@@ -23,7 +23,7 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from memlog.adapters.mongo_entries import WITHOUT_TERMS, entries_of, entry_of_doc
+from memlog.adapters.mongo_entries import WITHOUT_ORIGINALS, entries_of, entry_of_doc
 from memlog.adapters.mongo_postings import MongoPostings
 from memlog.adapters.mongo_siblings import with_siblings
 from memlog.adapters.mongo_store import mongo_errors
@@ -143,9 +143,9 @@ class ThreadBoundedReads:
                 lambda run: self.candidate_query(tenant, thread, owner, run, conversation=conversation),
                 lambda doc: all(doc.get(k) == v for k, v in place.items()),
                 per_term=per_term,
-                projection=WITHOUT_TERMS,
+                projection=WITHOUT_ORIGINALS,  # a search shows no original (it can be megabytes)
                 time_ms=time_ms,
                 limit=limit,
             )
             entries = list(map(entry_of_doc, entries_of(groups)))
-            return await with_siblings(self._entries, entries, WITHOUT_TERMS, time_ms), cut
+            return await with_siblings(self._entries, entries, WITHOUT_ORIGINALS, time_ms), cut

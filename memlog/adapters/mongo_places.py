@@ -16,7 +16,14 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 
-from memlog.adapters.mongo_entries import WITHOUT_ORIGINALS, conversation_id, entries_of, entry_of_doc, where
+from memlog.adapters.mongo_entries import (
+    WITHOUT_ORIGINALS,
+    WITHOUT_TEXTS,
+    conversation_id,
+    entries_of,
+    entry_of_doc,
+    where,
+)
 from memlog.adapters.mongo_scans import every, in_seq_order
 from memlog.adapters.mongo_store import mongo_errors
 from projections.archives import ConversationRef, Entry, neighbours_of
@@ -24,6 +31,7 @@ from projections.places import around, wanted
 
 BY_PLACE = "by_place"
 NEIGHBOUR_FIELDS = WITHOUT_ORIGINALS  # a neighbour is shown, never its request
+PLACES = 32  # places a command reads at most: about 16 groups of two entries
 
 
 class ArchiveNeighbourReads:
@@ -46,30 +54,46 @@ class ArchiveNeighbourReads:
             )
 
     async def neighbours(
-        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, known: Sequence[Entry] = ()
+        self,
+        ref: ConversationRef,
+        seqs: list[int],
+        radius: int,
+        snapshot: int,
+        known: Sequence[Entry] = (),
+        *,
+        texts: bool = True,
     ) -> dict[int, list[Entry]]:
         mine = [e for e in known if e.ref == ref]
         asked = set(seqs)
         hits = [e for e in mine if e.seq in asked]
+        fields = NEIGHBOUR_FIELDS if texts else WITHOUT_TEXTS
+        placed = None
         if len({h.seq for h in hits}) == len(asked):
-            placed = await self._by_place(ref, hits, radius, snapshot, mine)
-            if placed is not None:
-                return placed
-        return await self._by_range(ref, seqs, radius, snapshot, mine)
+            placed = await self._by_place(ref, hits, radius, snapshot, mine, fields)
+        if placed is None:
+            placed = await self._by_range(ref, seqs, radius, snapshot, mine, fields)
+        return placed
 
     async def _by_place(
-        self, ref: ConversationRef, hits: list[Entry], radius: int, snapshot: int, mine: list[Entry]
+        self,
+        ref: ConversationRef,
+        hits: list[Entry],
+        radius: int,
+        snapshot: int,
+        mine: list[Entry],
+        fields: dict[str, int],
     ) -> dict[int, list[Entry]] | None:
         if any(h.n is None for h in hits):
             return None
         places = wanted(hits, radius)
         held = [e for e in mine if e.n in places]
         missing = sorted(places - {e.n for e in held})
-        found: list[dict[str, Any]] = []
-        if missing:
-            with mongo_errors():
-                groups = await self._entries.find({**where(ref), "n": {"$in": missing}}, NEIGHBOUR_FIELDS).to_list()
-            found = [doc for doc in entries_of(groups) if doc.get("n") in places - {e.n for e in held}]
+        groups: list[dict[str, Any]] = []
+        with mongo_errors():  # a slice of places a command: each reply is a few groups to decode
+            for start in range(0, len(missing), PLACES):
+                query = {**where(ref), "n": {"$in": missing[start : start + PLACES]}}
+                groups += await self._entries.find(query, fields).to_list()
+        found = [doc for doc in entries_of(groups) if doc.get("n") in places - {e.n for e in held}]
         entries = [*held, *(entry_of_doc(d) for d in found)]
         placed = around(hits, radius, snapshot, entries)
         if placed is None:  # perhaps only the conversation's end: its count of places tells
@@ -80,7 +104,13 @@ class ArchiveNeighbourReads:
         return placed
 
     async def _by_range(
-        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, mine: list[Entry]
+        self,
+        ref: ConversationRef,
+        seqs: list[int],
+        radius: int,
+        snapshot: int,
+        mine: list[Entry],
+        fields: dict[str, int],
     ) -> dict[int, list[Entry]]:
         low, high = min(seqs), max(seqs)
         held = sorted({e.seq for e in mine if e.seq <= snapshot})
@@ -92,16 +122,14 @@ class ArchiveNeighbourReads:
         before: list[dict[str, Any]] = []
         after: list[dict[str, Any]] = []
         with mongo_errors():
-            span = await in_seq_order(
-                self._entries, at, {"$gte": start, "$lte": stop}, every, None, fields=NEIGHBOUR_FIELDS
-            )
+            span = await in_seq_order(self._entries, at, {"$gte": start, "$lte": stop}, every, None, fields=fields)
             if start == low:
                 before = await in_seq_order(
-                    self._entries, at, {"$lt": low}, every, radius, descending=True, fields=NEIGHBOUR_FIELDS
+                    self._entries, at, {"$lt": low}, every, radius, descending=True, fields=fields
                 )
             if stop == high:
                 after = await in_seq_order(
-                    self._entries, at, {"$gt": high, "$lte": snapshot}, every, radius, fields=NEIGHBOUR_FIELDS
+                    self._entries, at, {"$gt": high, "$lte": snapshot}, every, radius, fields=fields
                 )
         ordered = sorted((entry_of_doc(d) for d in [*before, *span, *after]), key=lambda e: e.seq)
         return neighbours_of(ordered, seqs, radius)

@@ -131,8 +131,8 @@ class Evidence:
         self, tenant: str, entries: list[dict[str, Any]], known: Sequence[Entry]
     ) -> list[dict[str, Any]]:
         """The entries near those of exchanges (within EXCHANGE_RADIUS in their conversation): where the
-        exchanges' other calls and answers are, one read per conversation (by place when `known` holds
-        every one of them with its place: memlog/adapters/mongo_places.py)."""
+        exchanges' other calls and answers are, read per conversation without their texts (by place when
+        `known` holds every one of them with its place: memlog/adapters/mongo_places.py)."""
         if self._archive is None:
             return []
         seqs: dict[ConversationRef, set[int]] = {}
@@ -148,7 +148,10 @@ class Evidence:
         archive = self._archive
         refs = list(seqs)
         reads = await asyncio.gather(
-            *(archive.neighbours(ref, sorted(seqs[ref]), EXCHANGE_RADIUS, NEVER - 1, known) for ref in refs)
+            *(
+                archive.neighbours(ref, sorted(seqs[ref]), EXCHANGE_RADIUS, NEVER - 1, known, texts=False)
+                for ref in refs
+            )
         )
         return [_brief(found) for read in reads for near in read.values() for found in near]
 

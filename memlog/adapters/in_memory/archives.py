@@ -359,9 +359,15 @@ class InMemoryConversationArchive:
         radius: int,
         snapshot: int,
         known: Sequence[Entry] = (),  # noqa: ARG002 - a hint for stores that read; this one holds all
+        *,
+        texts: bool = True,  # noqa: ARG002 - a store in memory holds the texts at hand
     ) -> dict[int, list[Entry]]:
         ordered = sorted(
-            (replace(e, original=None) for e in self._entries.values() if e.ref == ref and e.seq <= snapshot),
+            (
+                e if e.original is None else replace(e, original=None)
+                for e in self._entries.values()
+                if e.ref == ref and e.seq <= snapshot
+            ),
             key=lambda e: e.seq,
         )
         return neighbours_of(ordered, seqs, radius)
