@@ -240,6 +240,7 @@ def excerpt(text: str, at: int, limit: int = EXCERPT_CHARS) -> str:
     return normal[start : start + limit]
 
 
+Known = Sequence[Entry]  # entries of the archive a caller read already: a hint that may save a store reads
 Key = tuple[int, int, int, str]
 SCORE_SCALE = 1_000_000  # a score in a key (and a cursor) is an integer: micro-units of BM25
 

@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
 
-from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Scope
+from projections.archives import ArchiveOp, ConversationMeta, ConversationRef, Entry, EntryScope, Known, Scope
 from projections.facts import SubjectFacts
 from projections.generations import GenerationAge
 from projections.namespaces import NamespaceEntry
@@ -318,20 +318,11 @@ class ConversationArchive(Protocol):
     async def occurrences(self, tenant: str, thread: str, owner: str, entry_id: str) -> list[Entry]: ...
 
     async def neighbours(
-        self,
-        ref: ConversationRef,
-        seqs: list[int],
-        radius: int,
-        snapshot: int,
-        known: Sequence[Entry] = (),
-        *,
-        texts: bool = True,
+        self, ref: ConversationRef, seqs: list[int], radius: int, snapshot: int, known: Known = (), texts: bool = True
     ) -> dict[int, list[Entry]]:
-        """Up to `radius` entries either side of each of the conversation's `seqs`, in order, without
-        their originals; unless `texts`, their texts are not read (one may come back empty or not: the
-        caller reads their other fields alone). `known`:
-        entries of the archive the caller already read (any conversation), a hint that may save reads;
-        the answer is the same with or without it."""
+        """Up to `radius` entries either side of each of the conversation's `seqs`, in order, without their
+        originals (nor their texts unless `texts`: a store may leave them out). `known`: entries the caller read
+        already (any conversation), a hint that may save reads; the answer is the same without it."""
         ...
 
     async def erase_subject(self, tenant: str, subject: str) -> int: ...

@@ -60,7 +60,6 @@ class ArchiveNeighbourReads:
         radius: int,
         snapshot: int,
         known: Sequence[Entry] = (),
-        *,
         texts: bool = True,
     ) -> dict[int, list[Entry]]:
         mine = [e for e in known if e.ref == ref]

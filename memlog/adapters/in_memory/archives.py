@@ -359,7 +359,6 @@ class InMemoryConversationArchive:
         radius: int,
         snapshot: int,
         known: Sequence[Entry] = (),  # noqa: ARG002 - a hint for stores that read; this one holds all
-        *,
         texts: bool = True,  # noqa: ARG002 - a store in memory holds the texts at hand
     ) -> dict[int, list[Entry]]:
         ordered = sorted(
