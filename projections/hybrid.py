@@ -35,7 +35,8 @@ class SimilarEntries(Protocol):
         """The `limit` groups of the scope (a thread: its kind and owner, every conversation and scope;
         an agent's: the entries of events by `agent`) whose vectors are nearest the question's, nearest
         first, each with its cosine and its entries. Groups archived without a vector are not among
-        them. The caller applies snapshot, scope and dates."""
+        them; none when the scope's vectors take longer than the search's time limit to read (the
+        words alone answer). The caller applies snapshot, scope and dates."""
         ...
 
 

@@ -11,14 +11,18 @@ MongoConversationArchive; see projections/ports.py SimilarEntries for the contra
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import ExecutionTimeout
 
 from memlog.adapters.archive_vectors import ArchiveVectors, similarities
 from memlog.adapters.mongo_entries import WITHOUT_ORIGINALS, entries_of, entry_of_doc
 from memlog.adapters.mongo_store import mongo_errors
 from projections.archives import Entry
+
+log = logging.getLogger(__name__)
 
 
 class ArchiveNearest:
@@ -40,7 +44,11 @@ class ArchiveNearest:
             scope["agent"] = agent
         vectors = self._entries.find(scope, {"v": 1}).limit(self._vectors.scan).max_time_ms(self._search_time_ms)
         with mongo_errors():  # the question's vector computed while the scope's are read
-            vector, held = await asyncio.gather(self._vectors.question(question), vectors.to_list())
+            try:
+                vector, held = await asyncio.gather(self._vectors.question(question), vectors.to_list())
+            except ExecutionTimeout:  # meaning is an addition: past the time limit, the words alone answer
+                log.warning("search: the scope's vectors took over %d ms; ranked by words alone", self._search_time_ms)
+                return []
         best: dict[Any, float] = {}
         blobs = [(doc["_id"], blob) for doc in held for blob in (doc.get("v") or {}).values()]
         scores = await asyncio.to_thread(similarities, vector, [blob for _, blob in blobs])

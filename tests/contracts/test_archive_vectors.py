@@ -131,3 +131,18 @@ async def test_a_search_compares_at_most_scan_groups_vectors(
         assert len(await nearest()) == 3
     finally:
         vectors.scan = whole
+
+
+async def test_past_the_time_limit_the_scope_s_vectors_leave_the_words_alone_to_answer(
+    database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
+) -> None:
+    store = MongoConversationArchive(database)  # a long thread (its vectors need not be there: all are read)
+    await store.prepare()
+    log = Log()
+    for n in range(400):
+        log.add(
+            QuestionAsked(envelope(), f"x{n}", f"chore {n} by the stable"), AnswerGiven(envelope(), f"x{n}", "done")
+        )
+    await store.apply(plan_archive(log.events))
+    hurried = MongoConversationArchive(database, search_time_ms=1, vectors=vectors)  # 400 groups take longer
+    assert await hurried.nearest("castle", "my gems?", thread=("session", "ann"), agent=None, limit=10) == []
