@@ -272,7 +272,7 @@ def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -
     """Query values holding a secret once percent-decoded. The values holding an escape are decoded together,
     one to a line, and searched once; what that finds is mapped back to the values it lies in, so a text of
     many encoded values costs one decoding and one search. A value that decodes to a line break (%0A) is
-    searched alone; past `budget` of those, the rest of them at once."""
+    searched alone; past `budget` of those, the rest of them at once, and so past `budget` values found."""
     encoded = [value for value in _QUERY_VALUE.findall(text) if "%" in value]
     together = [value for value in encoded if "%0A" not in value and "%0a" not in value]
     hit: set[int] = set()  # indexes in `encoded`
@@ -291,9 +291,16 @@ def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -
             left -= 1
             if left < 0 or find(_unquote_loose(value), is_secret_name, depth + 1):
                 hit.add(index)
-    if hit:
+    if hit:  # past `budget` values holding one (a text of them), the rest at once
+        left = secret_phrases.budget(text)
         spans = (match.span(1) for match in _QUERY_VALUE.finditer(text) if "%" in match.group(1))
-        yield from (span for index, span in enumerate(spans) if index in hit)
+        for index, span in enumerate(spans):
+            if index in hit:
+                left -= 1
+                if left < 0:
+                    yield span[0], len(text)
+                    return
+                yield span
 
 
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})++")

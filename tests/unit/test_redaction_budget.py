@@ -56,6 +56,9 @@ def test_a_text_dense_with_candidates_is_redacted_from_where_the_budget_ran_out(
     assert "hunter2" not in REDACTOR.text(names)
     elements = "<password>x" * 10_000 + "<password>hunter2</password>"
     assert "hunter2" not in REDACTOR.text(elements)
+    queries = "?q=my%20password%20is%20x%21&" * 5_000 + "?token=ghp_" + "a1B2" * 9  # all found, the last too
+    redacted = REDACTOR.text(queries)
+    assert "ghp_" not in redacted and redacted.endswith(REDACTED) and redacted.startswith("?q=")
     emails = "a@b.co " * 20_000 + "kim@example.com"
     assert "kim@example.com" not in REDACTOR.text(emails)
     rng = random.Random(36)
