@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import accumulate
 from typing import Any
 
 from projections import secret_phrases, secrets
@@ -137,12 +140,22 @@ class Redactor:
     _names: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
     _key_sets: dict[tuple[Any, ...], int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _holds_key: Callable[[str], re.Match[str] | None] = field(init=False, repr=False, compare=False)
+    _least_keys: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _judge: Callable[[str], bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_longest", max((len(key) for key in self.keys), default=0))
         # every name found secret holds a listed key (or ends with a suffix, each a listed key too): one
         # search in C tells most names apart
         object.__setattr__(self, "_holds_key", re.compile(_trie_pattern((*self.keys, *SECRET_SUFFIXES))).search)
+        # the listed names that hold no other: a name holds a listed one when it holds one of these
+        least = sorted(key for key in self.keys if not any(other != key and other in key for other in self.keys))
+        object.__setattr__(self, "_least_keys", tuple(re.compile(re.escape(key)) for key in least))
+        # what the value detectors are given to tell a secret's name: called for one (in C, no frame of its
+        # own), or `among` for many at once (secret_phrases.secret_among)
+        judge = partial(self.secret_key)
+        setattr(judge, "among", self.secret_among)  # noqa: B010 (a partial takes attributes; typed, it does not)
+        object.__setattr__(self, "_judge", judge)
 
     @classmethod
     def build(cls, extra_keys: Iterable[str] = (), extra_patterns: Iterable[str] = ()) -> Redactor:
@@ -160,6 +173,30 @@ class Redactor:
                 self._seen.clear()
             self._seen[key] = known
         return known
+
+    def secret_among(self, names: Collection[str]) -> set[str]:
+        """The secret names among distinct names. Those of ASCII letters, digits and signs are told apart
+        in C at once: one that neither as written nor with digits read as letters holds a listed name is
+        not a secret's (what _secret_key looks for first); only the others are judged one by one."""
+        if len(names) < 16:
+            return {name for name in names if self.secret_key(name)}
+        plain = list(names)
+        joined = "\n".join(plain)
+        secret: set[str] = set()
+        if not joined.isascii() or joined.count("\n") >= len(plain):  # (a name holding a line break)
+            secret = {name for name in plain if not (name.isascii() and "\n" not in name) and self.secret_key(name)}
+            plain = [name for name in plain if name.isascii() and "\n" not in name]
+            joined = "\n".join(plain)
+        raw = joined.encode("ascii")
+        held: set[int] = set()  # indexes in `plain`
+        for normal in (raw.lower(), raw.translate(_LEET_BYTES).lower()):
+            lines = normal.translate(None, _NOT_NAME_BYTES).decode("ascii")  # as _normal, a name to a line
+            found = [key for key in self._least_keys if key.pattern in lines]  # (each a search in C)
+            if found:
+                starts = list(accumulate((len(line) + 1 for line in lines.split("\n")), initial=0))
+                for key in found:
+                    held.update(bisect_right(starts, match.start()) - 1 for match in key.finditer(lines))
+        return secret | {plain[index] for index in held if self.secret_key(plain[index])}
 
     def _secret_key(self, key: str) -> bool:
         if key.isascii() and self._holds_key(_normal(key)) is None and self._holds_key(_normal(leet(key))) is None:
@@ -196,7 +233,7 @@ class Redactor:
                 return json.dumps(self.value(inner), ensure_ascii=False, separators=(",", ":"))
             except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
                 pass
-        spans = secrets.find(value, self.secret_key)
+        spans = secrets.find(value, self._judge)
         for pattern in self.patterns:
             spans.extend(match.span() for match in pattern.finditer(value))
         return _replace(value, spans)
@@ -366,6 +403,10 @@ class Redactor:
                 hidden.add(index + 1)
         return hidden
 
+
+# ASCII signs and spaces a name is compared without (as _normal drops them), and digits read as letters
+_NOT_NAME_BYTES = bytes(code for code in range(128) if not chr(code).isalnum() and code != 10)
+_LEET_BYTES = bytes.maketrans(b"013457@$", b"oieastas")
 
 _CARD_MIN = 10**12  # the least int with 13 digits
 

@@ -183,6 +183,7 @@ _NAME_REVERSED = re.compile(
 # Every name before a sign, read in the reversed text from the sign: a superset of what _NAME_REVERSED takes
 # (a name of up to 66 characters, as it reads one, with its dashes).
 _NAMES_BEFORE_SIGNS = re.compile(r"(?:>=|=:|==|=|:)[ \t]{0,8}+[\"'`]?\\?([\w.\u00ad\u200b-\u200d\u2060\ufeff-]{1,66}+)")
+_LEADING_DASHES = re.compile(r"^-+", re.MULTILINE)
 # `--password hunter2`: a long flag, then its value after a space.
 _FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9_-]{0,63}+)[ \t]{1,8}+(?=[^\s-])")
 _CURL_USER = re.compile(r"(?:-u|--user)[ \t]{1,8}+[\"']?([^\s\"']{1,1024}+)")
@@ -427,7 +428,10 @@ def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) ->
     """Values after a secret name. The search resumes after each value taken, so no text is read twice.
     First every name written before a sign is collected in C (from the reversed text, starting at the
     signs): when none of the distinct names is a secret's, no sign is read one by one."""
-    if not any(is_secret_name(name[::-1].lstrip("-")) for name in set(_NAMES_BEFORE_SIGNS.findall(reversed_text))):
+    # (the names reversed back and their dashes dropped at once, in C: the lines of their joined text)
+    names = set(_LEADING_DASHES.sub("", "\n".join(set(_NAMES_BEFORE_SIGNS.findall(reversed_text)))[::-1]).split("\n"))
+    secret = secret_phrases.secret_among(names, is_secret_name)
+    if not secret:
         return
     size = len(text)
     position = 0
@@ -437,7 +441,7 @@ def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) ->
         if named is None:
             continue
         name = named.group(2)[::-1].lstrip("-")
-        if not is_secret_name(name):
+        if name not in secret and (name in names or not is_secret_name(name)):
             continue
         spaces = _SPACES.match(text, position)
         value_start = spaces.end() if spaces is not None else position

@@ -182,3 +182,16 @@ def test_every_random_looking_token_is_a_candidate() -> None:
     few_runs = [token for token in taken if len(re.findall(r"[a-z]+|[A-Z]+|[0-9]+", re.sub(r"\W|_", "", token))) < 5]
     assert len(few_runs) > 5  # the bound on punctuation is tried
     assert [token for token in taken if not list(_tokens(token, 0, REDACTOR.secret_key))] == []
+
+
+NAMES = st.one_of(
+    st.sampled_from(["password", "PASS_WORD", "p4ssw0rd", "api-key", "pw", "x_token", "k12x", "item_7", "-pin"]),
+    st.sampled_from(["p\u0430ssword", "\uff50\uff41\uff53\uff53", "pass\nword", "to\u200bken", "Ke@y", "$ecret"]),
+    st.text(alphabet=string.ascii_letters + string.digits + "_-.@$ \n", max_size=12),
+    st.text(max_size=8),
+)
+
+
+@given(st.sets(NAMES, max_size=60))
+def test_the_names_told_apart_at_once_are_those_told_one_by_one(names: set[str]) -> None:
+    assert REDACTOR.secret_among(names) == {name for name in names if REDACTOR.secret_key(name)}
