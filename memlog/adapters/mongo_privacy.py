@@ -102,6 +102,8 @@ class MongoKeyVault:
     async def key_for_write(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes]:
         """The subject's standing key (the tenant's without one), made on first use; with `at_ms`, the key
         of the period holding that instant instead. Refused while the subject is being erased."""
+        if at_ms is not None and subject is not None and (both := await self._both(tenant, subject, at_ms)):
+            return both
         doc = await self._standing(tenant, subject, make=True)
         assert doc is not None
         if at_ms is not None and subject is not None:
@@ -109,11 +111,28 @@ class MongoKeyVault:
         return str(doc["key_id"]), self._unwrap(doc)
 
     async def key_in_use(self, tenant: str, subject: str | None, at_ms: int | None = None) -> tuple[str, bytes] | None:
+        if at_ms is not None and subject is not None and (both := await self._both(tenant, subject, at_ms)):
+            return both
         doc = await self._standing(tenant, subject, make=False)
         if doc is None:
             return None
         if at_ms is not None and subject is not None:
             return await self._period_key(doc, at_ms)
+        return str(doc["key_id"]), self._unwrap(doc)
+
+    async def _both(self, tenant: str, subject: str, at_ms: int) -> tuple[str, bytes] | None:
+        """The period's key when the subject's standing key and that period's key are both there, read
+        in one round trip (a sealing cache miss otherwise costs two); None when either is missing, for
+        the two-step path to make it. Refused while the subject is being erased."""
+        ref = subject_ref(tenant, subject)
+        period = period_ref(ref, self._periods.label(at_ms))
+        with mongo_errors():
+            docs = {doc["_id"]: doc async for doc in self._keys.find({"_id": {"$in": [ref, period]}})}
+        standing, doc = docs.get(ref), docs.get(period)
+        if standing is None or doc is None:
+            return None
+        if standing["state"] != ACTIVE or doc["state"] != ACTIVE:
+            raise SubjectErasing(tenant, subject)
         return str(doc["key_id"]), self._unwrap(doc)
 
     def _unwrap(self, doc: dict[str, Any]) -> bytes:

@@ -66,6 +66,17 @@ class KeyVaultContract:
         assert await vault.keys_by_id([ann[0], bob[0]]) == dict([bob])
         assert await vault.key_for_write("castle", "bob") == bob
 
+    async def test_a_subject_being_erased_cannot_take_its_period_key_already_made(self, open_vault: Open) -> None:
+        vault = open_vault(MASTER)
+        january = await vault.key_for_write("castle", "ann", JAN)
+        bob = await vault.key_for_write("castle", "bob", JAN)
+        assert await vault.key_for_write("castle", "ann", JAN) == january  # both keys there: found together
+        await vault.begin_erasure("castle", "ann")
+        for take in (vault.key_for_write, vault.key_in_use):
+            with pytest.raises(SubjectErasing):
+                await take("castle", "ann", JAN)
+        assert await vault.key_for_write("castle", "bob", JAN) == bob
+
     async def test_a_deleted_key_is_gone_for_good_and_a_new_write_makes_another(self, open_vault: Open) -> None:
         vault = open_vault(MASTER)
         old_id, old_key = await vault.key_for_write("castle", "ann")
