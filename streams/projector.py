@@ -24,6 +24,7 @@ from schemas.events import Event, from_record, now_ms
 from schemas.frozen import quick
 from streams.metrics import Metrics
 from streams.sealer import Sealer
+from streams.shared_reads import SharedReads
 from streams.tracing import applying
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,8 @@ class Projector(Generic[E]):
         counter: counts dead letters.
         metrics: Prometheus series of the process.
         sealer: opens sealed records; without one, a sealed record is poison.
+        shared: what the records of this topic read as, shared with the other projections of the
+            process that read the topic (`streams/shared_reads.py`).
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class Projector(Generic[E]):
         counter: Counters,
         metrics: Metrics | None = None,
         sealer: Sealer | None = None,
+        shared: SharedReads | None = None,
     ) -> None:
         self.name = name
         self.topic = topic
@@ -128,6 +132,7 @@ class Projector(Generic[E]):
         self._counter = counter
         self._metrics = metrics
         self._sealer = sealer
+        self._shared = shared
         self.shredded_by: dict[tuple[str, str], int] = {}  # records skipped because their subject was erased
         self.expired_by: dict[tuple[str, str], int] = {}  # records skipped because their period's key was shredded
         self.unavailable = False  # waiting for a store or the log to come back (the watchdog leaves it be)
@@ -167,27 +172,48 @@ class Projector(Generic[E]):
 
         Sealed records are opened with one key-vault round trip per batch. A record whose subject
         was erased (its data key is gone) reads as `Erased`: it is not poison, it is shredded.
-        What this returns depends only on the records, so projections of one topic may share it.
+        What this returns depends only on the records, so projections of one topic may share it:
+        with `shared`, a record another projection of this process read already is not read again.
         """
+        shared = self._shared
+        if shared is None:
+            return [read for read, _ in await self._read_keyed(records)]
+        known = await shared.take(self.name, records, self._sealer)
+        missing = [record for record, read in zip(records, known, strict=True) if read is None]
+        fresh = iter(await self._read_keyed(missing) if missing else ())
+        out: list[Read] = []
+        for record, taken in zip(records, known, strict=True):
+            if taken is not None:
+                out.append(taken)
+                continue
+            read, key_id = next(fresh)
+            shared.keep(self.name, record, read, key_id)
+            out.append(read)
+        return out
+
+    async def _read_keyed(self, records: Sequence[Record]) -> list[tuple[Read, str | None]]:
+        """`read`'s answer for each record, with the data key id an opened record was opened with."""
         decoded: list[Decoded | Exception] = []
         for record in records:
             try:
                 decoded.append(self._codec.decode(record.value))
             except DecodeError as exc:
                 decoded.append(exc)
-        out: list[Read] = []
+        out: list[tuple[Read, str | None]] = []
         for index, item in enumerate(await self._open(decoded)):
             if isinstance(item, Shredded):
                 env = cast(Decoded, decoded[index]).record["envelope"]
                 period = item.period if isinstance(item, PeriodShredded) else None
-                out.append(Erased(str(env["tenant"]), str(env["subject"]), period))
+                out.append((Erased(str(env["tenant"]), str(env["subject"]), period), None))
             elif isinstance(item, Exception):
-                out.append(item)
+                out.append((item, None))
             else:
                 try:
-                    out.append(from_record(item[0], item[1]))
+                    event = from_record(item[0], item[1])
                 except (DecodeError, InvalidEvent, KeyError, TypeError, ValueError) as exc:
-                    out.append(exc)
+                    out.append((exc, None))
+                else:
+                    out.append((event, sealed_key_id(cast(Decoded, decoded[index]).record)))
         return out
 
     async def apply(self, records: Sequence[Record], read: Sequence[Read]) -> None:

@@ -19,6 +19,7 @@ from schemas.events import FACT_EVENTS, THREAD_EVENTS, TRACE_EVENTS
 from streams.metrics import Metrics
 from streams.projector import DeadLetterSink, Projector
 from streams.sealer import Sealer
+from streams.shared_reads import SharedReads
 from streams.steps.archive import ArchiveStep
 from streams.steps.facts import FactActivityStep, FactStep
 from streams.steps.sessions import SessionStep
@@ -59,16 +60,23 @@ def build_projections(
     which: tuple[str, ...] = PROJECTIONS,
     request_fold: Callable[[Any], None] | None = None,
     replaying: bool = False,
+    share_reads: bool = False,
 ) -> Built:
     """The projectors for `which` (sessions, archives, facts, traces), writing into `settings.namespace`.
 
     `replaying`: for a replay into a fresh namespace, which keeps the threads it writes in memory across
     its batches (`projections/thread_memory.py`).
+    `share_reads`: the projectors of one topic each get their own records (the worker's agents), and
+    a record one of them read is not read again by the others (`streams/shared_reads.py`).
     """
     counters = stores.counters
     sessions = stores.sessions
     facts = stores.facts
     out: list[tuple[str, Projector[Any]]] = []
+    # the projectors of the threads topic, by the names `add` gives them below
+    readers = {"facts": "facts-activity", "sessions": "sessions", "archives": "archive"}
+    threads = [name for short, name in readers.items() if short in which]
+    shared = {"threads": SharedReads(threads)} if share_reads and len(threads) > 1 else {}
 
     def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Checkpoints) -> None:
         if settings.drill_step_delays.get(name):
@@ -85,6 +93,7 @@ def build_projections(
             counter=counters,
             metrics=metrics,
             sealer=sealer,
+            shared=shared.get(topic),
         )
         out.append((topic, projector))
 

@@ -104,18 +104,7 @@ class Sealer:
 
         One vault round trip fetches the keys not cached.
         """
-        now = time.monotonic()
-        wanted = {key_id for _, record in items if (key_id := sealed_key_id(record)) is not None}
-        missing = [k for k in wanted if k not in self._cache or now - self._cache[k][1] > self._cache_seconds]
-        if missing:
-            found = await self._vault.keys_by_id(sorted(missing))
-            for key_id in missing:
-                if key_id in found:
-                    self._cache[key_id] = (found[key_id], now)
-                else:
-                    self._cache.pop(key_id, None)
-        if len(self._cache) > 100_000:
-            self._cache.clear()
+        await self.refresh({key_id for _, record in items if (key_id := sealed_key_id(record)) is not None})
         out: list[dict[str, Any] | Shredded | DecodeError] = []
         for full_name, record in items:
             key_id = sealed_key_id(record)
@@ -134,6 +123,22 @@ class Sealer:
             except SealError as exc:
                 out.append(DecodeError(str(exc)))  # tampered or mislabelled: poison, not erased
         return out
+
+    async def refresh(self, key_ids: set[str]) -> set[str]:
+        """Fetch the keys among `key_ids` that are not cached or older than `cache_seconds` (one vault round
+        trip); returns those that open records now, as `open_many` would find them."""
+        now = time.monotonic()
+        if len(self._cache) > 100_000:  # cleared before, not after, the keys wanted now are fetched
+            self._cache.clear()
+        missing = [k for k in key_ids if k not in self._cache or now - self._cache[k][1] > self._cache_seconds]
+        if missing:
+            found = await self._vault.keys_by_id(sorted(missing))
+            for key_id in missing:
+                if key_id in found:
+                    self._cache[key_id] = (found[key_id], now)
+                else:
+                    self._cache.pop(key_id, None)
+        return {key_id for key_id in key_ids if key_id in self._cache}
 
     def forget(self) -> int:
         """Drop every cached key (an erasure in this process has begun); returns the epoch to settle:

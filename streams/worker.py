@@ -204,6 +204,7 @@ def build_worker(settings: Settings, backends: Backends, give_up: Callable[[int]
         metrics=metrics,
         which=tuple(name for name in settings.worker_set() if name in PROJECTIONS),
         request_fold=folds.request if settings.fold_agent else None,
+        share_reads=True,
     )
     topics = {name: raw_topic(settings.topic(name)) for name in ("threads", "facts", "traces", "privacy")}
     for short, projector in built.projectors:

@@ -1,0 +1,138 @@
+"""The projections of one topic in one worker read each record once (streams/shared_reads.py, issue 38).
+
+Sealed records of a subject, read by three projectors that share their reads: the second and third
+take what the first read, and a subject erased in between is read afresh by them, as erased.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from memlog.adapters.in_memory import InMemoryCheckpoints
+from memlog.adapters.in_memory.privacy import InMemoryKeyVault
+from projections.position import Position
+from schemas.catalog import Catalog
+from schemas.codec import Codec
+from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, to_record
+from streams.projector import Projector, Record
+from streams.sealer import Sealer
+from streams.shared_reads import SharedReads
+
+CODEC = Codec(Catalog())
+
+
+class Letters:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    async def send(self, key: bytes | None, value: bytes) -> None:
+        self.sent.append(value)
+
+
+class Counted:
+    async def count_dead_letter(self, topic: str) -> None:
+        pass
+
+
+class Applied:
+    """A projection's step that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.events: list[ThreadEvent] = []
+
+    async def __call__(self, run: Sequence[tuple[ThreadEvent, Position]]) -> None:
+        self.events.extend(event for event, _ in run)
+
+
+def projector(name: str, sealer: Sealer, shared: SharedReads | None, step: Applied) -> Projector[ThreadEvent]:
+    return Projector(
+        name=name,
+        topic="threads",
+        source_topic="memlog.threads",
+        codec=CODEC,
+        accepts=(QuestionAsked, AnswerGiven),
+        step=step,
+        checkpoints=InMemoryCheckpoints(),
+        dead_letters=Letters(),
+        counter=Counted(),  # type: ignore[arg-type]
+        sealer=sealer,
+        shared=shared,
+    )
+
+
+async def sealed_records(sealer: Sealer, subject: str, count: int, first: int = 0) -> list[Record]:
+    envelope = Envelope(tenant="castle", subject=subject, thread="session", producer="test")
+    out = []
+    for n in range(first, first + count):
+        event = QuestionAsked(envelope, f"x{n}", f"question {n}")
+        value = CODEC.encode(event.TYPE, await sealer.seal(event.TYPE, to_record(event)))
+        out.append(Record(0, n, None, value))
+    return out
+
+
+async def test_three_projections_of_a_topic_read_each_record_once_and_apply_the_same_events() -> None:
+    sealer = Sealer(InMemoryKeyVault(os.urandom(32)))
+    shared = SharedReads(("sessions", "archive", "facts-activity"))
+    steps = [Applied(), Applied(), Applied()]
+    batch = await sealed_records(sealer, "ann", 20)
+    for name, step in zip(("sessions", "archive", "facts-activity"), steps, strict=True):
+        await projector(name, sealer, shared, step).handle(batch)
+    unshared = Applied()
+    await projector("alone", sealer, None, unshared).handle(batch)
+    assert [e.question for e in unshared.events] == [f"question {n}" for n in range(20)]
+    assert all(step.events == unshared.events for step in steps)
+    assert shared.hits == 40 and len(shared) == 0  # read once, taken by the two others, then let go
+
+
+async def test_a_subject_erased_after_the_first_read_is_read_as_erased_by_the_others() -> None:
+    vault = InMemoryKeyVault(os.urandom(32))
+    sealer = Sealer(vault)
+    shared = SharedReads(("sessions", "archive"))
+    batch = await sealed_records(sealer, "ann", 5) + await sealed_records(sealer, "bob", 5, first=5)
+    first, second = Applied(), Applied()
+    await projector("sessions", sealer, shared, first).handle(batch)
+    await vault.begin_erasure("castle", "ann")  # as the privacy step erases: the vault, then this process's keys
+    sealer.forget()
+    await vault.delete("castle", "ann")
+    later = projector("archive", sealer, shared, second)
+    await later.handle(batch)
+    assert len(first.events) == 10
+    assert [e.envelope.subject for e in second.events] == ["bob"] * 5
+    assert later.shredded_by | later.expired_by == {("castle", "ann"): 5}  # its key (a period key) is gone
+    assert shared.hits == 5  # bob's
+
+
+async def test_a_key_past_its_cache_time_is_asked_for_again_before_a_shared_read_is_used() -> None:
+    vault = InMemoryKeyVault(os.urandom(32))
+    sealer = Sealer(vault, cache_seconds=0)  # every read asks the vault, as after the cache time elsewhere
+    shared = SharedReads(("sessions", "archive"))
+    batch = await sealed_records(sealer, "ann", 3)
+    await projector("sessions", sealer, shared, Applied()).handle(batch)
+    await vault.begin_erasure("castle", "ann")  # erased by another process: this one forgot nothing
+    second = Applied()
+    later = projector("archive", sealer, shared, second)
+    await later.handle(batch)
+    assert second.events == [] and later.shredded_by | later.expired_by == {("castle", "ann"): 3}
+
+
+async def test_another_record_at_the_same_place_is_read_afresh() -> None:
+    sealer = Sealer(InMemoryKeyVault(os.urandom(32)))
+    shared = SharedReads(("sessions", "archive"))
+    await projector("sessions", sealer, shared, Applied()).handle(await sealed_records(sealer, "ann", 3))
+    other = await sealed_records(sealer, "bob", 3)  # the same offsets, other bytes (a topic made again)
+    second = Applied()
+    await projector("archive", sealer, shared, second).handle(other)
+    assert [e.envelope.subject for e in second.events] == ["bob"] * 3 and shared.hits == 0 and len(shared) == 0
+
+
+async def test_what_a_lagging_reader_has_not_taken_is_let_go_past_the_bound() -> None:
+    sealer = Sealer(InMemoryKeyVault(os.urandom(32)))
+    batch = await sealed_records(sealer, "ann", 50)
+    bound = sum(len(r.value or b"") for r in batch[-10:])
+    shared = SharedReads(("sessions", "archive"), max_bytes=bound)
+    await projector("sessions", sealer, shared, Applied()).handle(batch)
+    assert len(shared) == 10  # the newest
+    second = Applied()
+    await projector("archive", sealer, shared, second).handle(batch)
+    assert len(second.events) == 50 and shared.hits == 10 and len(shared) == 0
