@@ -15,6 +15,7 @@ counts periods since the epoch); each names its own start and end, so no setting
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import uuid
 from dataclasses import dataclass
@@ -50,10 +51,21 @@ class KeyPeriods:
         at_ms = max(at_ms, 0)
         if self.seconds > 0:
             return f"s{self.seconds}-{at_ms // (self.seconds * 1000)}"
-        day = dt.datetime.fromtimestamp(at_ms / 1000, dt.UTC)
-        return f"m{day.year:04d}-{day.month:02d}"
+        return _month_of_day(at_ms // DAY_MS)
 
 
+DAY_MS = 86_400_000
+
+
+@functools.lru_cache(maxsize=1024)
+def _month_of_day(day: int) -> str:
+    """The calendar month (UTC) of the `day`-th day since the epoch (every event seals with its month's key:
+    worked out once a day, not once an event)."""
+    start = dt.datetime.fromtimestamp(day * DAY_MS / 1000, dt.UTC)
+    return f"m{start.year:04d}-{start.month:02d}"
+
+
+@functools.lru_cache(maxsize=1024)
 def period_range(label: str) -> tuple[int, int]:
     """[start, end) of a period in epoch milliseconds; ValueError for what is not a label."""
     if (fixed := _FIXED.fullmatch(label)) is not None:
