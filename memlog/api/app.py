@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from memlog.api import handlers
+from memlog.api.exchange_shortcut import ExchangeShortcut
 from memlog.api.guard import RequestGuard
 from memlog.api.mcp_http import McpEndpoint
 from memlog.api.openapi import describe_names
@@ -66,6 +67,7 @@ def create_api(settings: Settings) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(ContextShortcut)  # inside the guard: sizes and credentials are checked first
+    app.add_middleware(ExchangeShortcut)  # inside the guard too
     app.add_middleware(RequestGuard, credentials=credentials, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetrics, router_app=app, metrics=metrics)  # outermost: refusals are counted too
     handlers.install(app)
