@@ -82,6 +82,10 @@ async def advance_past(checkpoints: Checkpoints, events: Sequence[tuple[Event, P
     newest: dict[int, Position] = {}
     for _, position in events:
         newest[position.partition] = max(newest.get(position.partition, position), position)
+    advance_many = getattr(checkpoints, "advance_many", None)  # one round trip for them all, where offered
+    if advance_many is not None:
+        await advance_many(list(newest.values()))
+        return
     for position in newest.values():
         await checkpoints.advance(position)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -82,6 +82,19 @@ class MongoCheckpoints:
                 {"$max": {"offset": position.offset}},
                 upsert=True,
             )
+
+    async def advance_many(self, positions: Sequence[Position]) -> None:
+        """Several partitions' positions (a batch's newest of each) in one round trip."""
+        if len(positions) < 2:
+            for position in positions:
+                await self.advance(position)
+            return
+        updates = [
+            UpdateOne({"_id": self._id(p.topic, p.partition)}, {"$max": {"offset": p.offset}}, upsert=True)
+            for p in positions
+        ]
+        with mongo_errors():
+            await self._applied.bulk_write(updates, ordered=False)
 
 
 def _fact_doc(fact: Fact) -> dict[str, Any]:

@@ -35,3 +35,12 @@ class CheckpointsContract:
         await open_checkpoints("facts-activity").advance(Position("threads", 0, 4))
         assert await open_checkpoints("archive").applied("threads", 0) == 9
         assert await open_checkpoints("facts-activity").applied("threads", 0) == 4
+
+    async def test_several_partitions_advance_in_one_call_and_still_only_forward(self, open_checkpoints: Open) -> None:
+        checkpoints = open_checkpoints("archive")
+        await checkpoints.advance(Position("threads", 2, 50))
+        many = getattr(checkpoints, "advance_many")  # noqa: B009 (not part of the protocol: offered by these)
+        await many([Position("threads", 0, 7), Position("threads", 1, 3), Position("threads", 2, 40)])
+        await many([Position("threads", 1, 2)])
+        assert [await checkpoints.applied("threads", p) for p in range(4)] == [7, 3, 50, -1]
+        assert await open_checkpoints("facts-activity").applied("threads", 0) == -1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +38,10 @@ class InMemoryCheckpoints:
     async def advance(self, position: Position) -> None:
         key = (position.topic, position.partition)
         self._applied[key] = max(self._applied.get(key, -1), position.offset)
+
+    async def advance_many(self, positions: Sequence[Position]) -> None:
+        for position in positions:
+            await self.advance(position)
 
 
 class InMemorySessionStore(InMemoryCheckpoints):
