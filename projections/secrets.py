@@ -109,7 +109,7 @@ _TOKEN = re.compile(rf"[^{_TOKEN_CHARS}]([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))
 _TOKEN_HEAD = re.compile(rf"([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 # Only the tokens secret_token may take are judged in Python: told in C, at each token's start, by shapes
 # every secret it takes has (a superset: a token left out is one secret_token rejects, checked by a test).
-# - a provider's prefix, at the start or after a '/' (a key in a path);
+# - a provider's prefix, at the start or after a '/' (a key in a path: a segment of 16 or more);
 # - base64 of text (and no hex digest): one alphabet throughout, and its first two characters decode to
 #   the start of UTF-8 text: an ASCII byte that is no control then no continuation byte nor control (first
 #   character C, D, I-Z or a-f; second none of those below), or a lead byte then a continuation byte;
@@ -121,7 +121,7 @@ _PUNCTUATION = r"[+/_.~-]"
 _RUN = rf"{_PUNCTUATION}*+(?:{'|'.join(f'{c}++(?:{_PUNCTUATION}*+{c}++)*+' for c in ('[a-z]', '[A-Z]', '[0-9]'))})"
 _MAY_BE_SECRET = (
     rf"(?=[{_TOKEN_CHARS}]{{16}})"
-    rf"(?:(?={_PROVIDER.pattern})|(?=(?:[A-Za-z0-9+_.~-]*+/)+?(?:{_PROVIDER.pattern}))"
+    rf"(?:(?={_PROVIDER.pattern})|(?=(?:[A-Za-z0-9+_.~-]*+/)+?(?=[A-Za-z0-9+_.~-]{{16}})(?:{_PROVIDER.pattern}))"
     rf"|(?!(?:0x)?[0-9a-fA-F-]++(?![={_TOKEN_CHARS}]))"
     r"(?:(?=(?:[CDI-Za-f](?![BIJKLRYZabhopqrx4-7])[A-Za-z0-9+/_-]|[w-z0-9][IJKLYZabopqr4-7])(?:[A-Za-z0-9+/]*+|[A-Za-z0-9_-]*+)(?![A-Za-z0-9+/_.~-]))"
     rf"|(?=[{_TOKEN_CHARS}]{{24}})(?=(?:{_RUN}){{4}})(?=(?:{_RUN}){{5}}|(?:[A-Za-z0-9]*+{_PUNCTUATION}){{13}})))"
