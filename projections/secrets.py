@@ -271,23 +271,27 @@ def _groups(pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | N
 
 def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
     """Query values holding a secret once percent-decoded. The values holding an escape are decoded together,
-    one to a line, and searched once; what that finds is mapped back to the values it lies in, so a text of
-    many encoded values costs one decoding and one search. A value that decodes to a line break (%0A) is
-    searched alone; past `budget` of those, the rest of them at once, and so past `budget` values found."""
+    one to a line, _QUERY_BATCH at a time, and searched once a batch; what that finds is mapped back to the
+    values it lies in, so a text of many encoded values costs one decoding and one search. A value that
+    decodes to a line break (%0A) is searched alone; past `budget` of those, the rest of them at once, and
+    so past `budget` values found (then the batches left are not searched)."""
     encoded = [value for value in _QUERY_VALUE.findall(text) if "%" in value]
-    together = [value for value in encoded if "%0A" not in value and "%0a" not in value]
+    where = [index for index, value in enumerate(encoded) if "%0A" not in value and "%0a" not in value]
     hit: set[int] = set()  # indexes in `encoded`
-    if together:
-        decoded = _unquote_loose("\n".join(together))
+    left = secret_phrases.budget(text)
+    for batch in range(0, len(where), _QUERY_BATCH):  # (a text dense with values found: the rest at once)
+        lines = where[batch : batch + _QUERY_BATCH]
+        decoded = _unquote_loose("\n".join(encoded[index] for index in lines))
         found = find(decoded, is_secret_name, depth + 1)
         if found:
             starts = list(accumulate((len(line) + 1 for line in decoded.split("\n")[:-1]), initial=0))
-            where = [index for index, value in enumerate(encoded) if "%0A" not in value and "%0a" not in value]
             for start, end in found:
                 first = bisect_right(starts, start) - 1
-                hit.update(where[first : max(first + 1, bisect_right(starts, end - 1))])
-    left = secret_phrases.budget(text)
-    for index, value in enumerate(encoded) if len(together) < len(encoded) else ():
+                hit.update(lines[first : max(first + 1, bisect_right(starts, end - 1))])
+        if len(hit) > left:
+            hit.update(where[batch + _QUERY_BATCH :])
+            break
+    for index, value in enumerate(encoded) if len(where) < len(encoded) else ():
         if "%0A" in value or "%0a" in value:
             left -= 1
             if left < 0 or find(_unquote_loose(value), is_secret_name, depth + 1):
@@ -304,6 +308,8 @@ def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -
                 yield span
 
 
+# Encoded query values decoded and searched together, at most this many at a time.
+_QUERY_BATCH = 8192
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})++")
 # A '%' that starts no escape, in UTF-8.
 _LONE_PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")
