@@ -182,18 +182,19 @@ class Projector(Generic[E]):
         shared = self._shared
         if shared is None:
             return [read for read, _ in await self._read_keyed(records)]
-        known = await shared.take(self.name, records, self._sealer)
-        missing = [record for record, read in zip(records, known, strict=True) if read is None]
-        fresh = iter(await self._read_keyed(missing) if missing else ())
-        out: list[Read] = []
-        for record, taken in zip(records, known, strict=True):
-            if taken is not None:
-                out.append(taken)
-                continue
-            read, key_id = next(fresh)
-            shared.keep(self.name, record, read, key_id)
-            out.append(read)
-        return out
+        async with shared.reading:
+            known = await shared.take(self.name, records, self._sealer)
+            missing = [record for record, read in zip(records, known, strict=True) if read is None]
+            fresh = iter(await self._read_keyed(missing) if missing else ())
+            out: list[Read] = []
+            for record, taken in zip(records, known, strict=True):
+                if taken is not None:
+                    out.append(taken)
+                    continue
+                read, key_id = next(fresh)
+                shared.keep(self.name, record, read, key_id)
+                out.append(read)
+            return out
 
     async def _read_keyed(self, records: Sequence[Record]) -> list[tuple[Read, str | None]]:
         """`read`'s answer for each record, with the data key id an opened record was opened with."""

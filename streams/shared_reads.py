@@ -13,6 +13,7 @@ read makes). A subject erased meanwhile, here or elsewhere, has its records read
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -43,6 +44,9 @@ class SharedReads:
         self._kept: dict[tuple[int, int], _Kept] = {}  # (partition, offset), oldest first
         self._bytes = 0
         self._passed: dict[str, dict[int, int]] = {reader: {} for reader in self.readers}  # newest offsets
+        # held from `take` to the last `keep` of a read: the agents get the same records at about the same
+        # time, and one that waits on the key vault would otherwise let the others read them all again
+        self.reading = asyncio.Lock()
         self.hits = 0  # records handed out here rather than read again
 
     def __len__(self) -> int:

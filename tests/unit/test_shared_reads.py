@@ -6,6 +6,7 @@ take what the first read, and a subject erased in between is read afresh by them
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 
@@ -43,6 +44,14 @@ class Applied:
 
     async def __call__(self, run: Sequence[tuple[ThreadEvent, Position]]) -> None:
         self.events.extend(event for event, _ in run)
+
+
+class DistantVault(InMemoryKeyVault):
+    """A vault a round trip away: asking it for keys lets the event loop run something else meanwhile."""
+
+    async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
+        await asyncio.sleep(0.01)
+        return await super().keys_by_id(key_ids)
 
 
 def projector(name: str, sealer: Sealer, shared: SharedReads | None, step: Applied) -> Projector[ThreadEvent]:
@@ -83,6 +92,18 @@ async def test_three_projections_of_a_topic_read_each_record_once_and_apply_the_
     assert [e.question for e in unshared.events] == [f"question {n}" for n in range(20)]
     assert all(step.events == unshared.events for step in steps)
     assert shared.hits == 40 and len(shared) == 0  # read once, taken by the two others, then let go
+
+
+async def test_agents_handed_the_same_records_at_once_still_read_them_once() -> None:
+    vault = DistantVault(os.urandom(32))
+    batch = await sealed_records(Sealer(vault), "ann", 20)
+    sealer = Sealer(vault)  # its keys not cached yet: the first read waits on the vault
+    shared = SharedReads(("sessions", "archive", "facts-activity"))
+    steps = [Applied(), Applied(), Applied()]
+    names = ("sessions", "archive", "facts-activity")
+    await asyncio.gather(*(projector(n, sealer, shared, s).handle(batch) for n, s in zip(names, steps, strict=True)))
+    assert all(len(step.events) == 20 and step.events == steps[0].events for step in steps)
+    assert shared.hits == 40
 
 
 async def test_a_subject_erased_after_the_first_read_is_read_as_erased_by_the_others() -> None:
