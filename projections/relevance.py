@@ -193,11 +193,16 @@ class Bag:
     length: int
 
     def __add__(self, other: Bag) -> Bag:
-        return Bag(self.counts + other.counts, self.length + other.length)
+        # the larger copied (in C), the smaller added to it: Counter's `+` loops in Python over both
+        big, small = sorted((self.counts, other.counts), key=len, reverse=True)
+        counts = big.copy()
+        counts.update(small)
+        return Bag(counts, self.length + other.length)
 
 
 _RAW = re.compile(r"[^\W_]+")
-_DOTTED_HINT = re.compile(r"[^\W\d_]\.[^\W\d_]")
+_DOT_LETTER = re.compile(r"\.[^\W\d_]")  # a literal first: the scan jumps from dot to dot, in C
+_LETTER = re.compile(r"[^\W\d_]")
 _DOTTED = re.compile(r"(?<![^\W_])(?:[^\W\d_]\.){1,}[^\W\d_](?![^\W_])\.?")  # as projections/words.py joins
 
 
@@ -207,13 +212,19 @@ def _terms_of(token: str) -> tuple[tuple[str, bool], ...]:
     return tuple((stem(w), w in STOP_WORDS) for w in words(token))
 
 
+def _dotted(text: str) -> bool:
+    """Whether a letter, a dot and a letter follow each other somewhere. A pattern that starts with a class
+    tries it at every position (5 ms on 22 KB); this looks only after each dot (0.02 ms)."""
+    return any(m.start() and _LETTER.match(text, m.start() - 1) for m in _DOT_LETTER.finditer(text))
+
+
 def bag(text: str, *, stops: bool = False, stop_length: bool | None = None) -> Bag:
     """`terms(text)` counted (`terms_with_stops` with `stops`): each distinct token folded and stemmed
     once (a 22 KB text repeats its words), so scoring a candidate costs little more than finding its
     tokens. Its length counts stop words when `stop_length` (default: `stops`); a query with content
     terms measures its documents by their content terms alone, as when stop words were not counted."""
     joined = unicodedata.normalize("NFKC", text)
-    if _DOTTED_HINT.search(joined):  # the full pattern costs more than the rest of the text's words
+    if _dotted(joined):  # the full pattern costs more than the rest of the text's words
         joined = _DOTTED.sub(lambda m: m.group().replace(".", ""), joined)
     counted = stops if stop_length is None else stop_length
     counts: Counter[str] = Counter()
