@@ -110,13 +110,12 @@ _TOKEN_HEAD = re.compile(rf"([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 # Only the tokens secret_token may take are judged in Python: told in C, at each token's start, by shapes
 # every secret it takes has (a superset: a token left out is one secret_token rejects, checked by a test).
 # - a provider's prefix, at the start or after a '/' (a key in a path: a segment of 16 or more);
-# - base64 of text (and no hex digest): one alphabet throughout, and its first two characters decode to
-#   the start of UTF-8 text: an ASCII byte that is no control then no continuation byte nor control (first
-#   character C, D, I-Z or a-f; second none of those below), or a lead byte then a continuation byte;
+# - base64 of text (no hex digest): one alphabet, its first two characters decoding to the start of UTF-8
+#   text (an ASCII byte, no control, then neither a control nor a continuation byte; or a lead byte then
+#   a continuation byte);
 # - random-looking: 24 characters or more, and the classes (upper, lower, digit, punctuation skipped)
-#   change often enough: 14 distinct characters (MIN_ENTROPY_BITS) with 6 kinds of punctuation in 24 are
-#   10 letters and digits at least, so 4 runs of one class (MIN_CLASS_CHANGES), and 5 unless 13
-#   characters are punctuation (12 letters and digits or more need 5).
+#   change often enough: 14 distinct characters (MIN_ENTROPY_BITS) with 6 kinds of punctuation in 24 are 10
+#   letters and digits or more, so 4 runs of a class (MIN_CLASS_CHANGES); 12 or more (13 punctuation) need 5.
 _PUNCTUATION = r"[+/_.~-]"
 _RUN = rf"{_PUNCTUATION}*+(?:{'|'.join(f'{c}++(?:{_PUNCTUATION}*+{c}++)*+' for c in ('[a-z]', '[A-Z]', '[0-9]'))})"
 _MAY_BE_SECRET = (
@@ -308,8 +307,7 @@ def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -
                 yield span
 
 
-# Encoded query values decoded and searched together, at most this many at a time.
-_QUERY_BATCH = 8192
+_QUERY_BATCH = 8192  # encoded query values decoded and searched together, at most
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})++")
 # A '%' that starts no escape, in UTF-8.
 _LONE_PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")
@@ -430,10 +428,13 @@ def random_looking(token: str) -> bool:
     return entropy >= MIN_ENTROPY_BITS
 
 
-def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) -> Iterator[Span]:
+def _assignments(
+    text: str, reversed_text: str, is_secret_name: IsSecretName, every_sign: bool = False
+) -> Iterator[Span]:
     """Values after a secret name. The search resumes after each value taken, so no text is read twice.
     First every name written before a sign is collected in C (from the reversed text, starting at the
-    signs): when none of the distinct names is a secret's, no sign is read one by one."""
+    signs): when none of the distinct names is a secret's, no sign is read one by one; when a few are, only
+    the signs after one of them (found in C), unless `every_sign` (what that is tested against)."""
     # (the names reversed back and their dashes dropped at once, in C: the lines of their joined text)
     names = set(_LEADING_DASHES.sub("", "\n".join(set(_NAMES_BEFORE_SIGNS.findall(reversed_text)))[::-1]).split("\n"))
     secret = secret_phrases.secret_among(names, is_secret_name)
@@ -441,7 +442,8 @@ def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) ->
         return
     size = len(text)
     position = 0
-    while (sign := _SIGN.search(text, position)) is not None:
+    spots = None if every_sign else _signs_after(text, secret)
+    while (sign := _SIGN.search(text, position) if spots is None else _next_sign(text, spots, position)) is not None:
         position = sign.end()
         named = _NAME_REVERSED.match(reversed_text, size - sign.start())
         if named is None:
@@ -456,6 +458,33 @@ def _assignments(text: str, reversed_text: str, is_secret_name: IsSecretName) ->
         if span is not None:
             position = max(position, span[1])
             yield span
+
+
+# Characters a name may hold that the reading of a name before a sign may stop after (so it could read a
+# name that was not collected, after one of them): with them in a text, every sign is read, to be safe.
+_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
+_MAX_SECRET_NAMES = 64
+_NAME_REACH = 80  # a name, its quote and spaces before a sign are at most this long (_NAME_REVERSED)
+
+
+def _signs_after(text: str, secret: set[str]) -> re.Pattern[str] | None:
+    """A secret name, its quote and spaces, ending where a sign starts: a superset of the signs _assignments
+    takes. None when every sign must be read (many secret names, or a name read may not be collected)."""
+    if len(secret) > _MAX_SECRET_NAMES or _INVISIBLE.search(text) is not None:
+        return None
+    names = "|".join(re.escape(name) for name in sorted(secret, key=len, reverse=True))
+    return re.compile(rf"(?:{names})\\?[\"'`]?[ \t]{{0,8}}(?=[=:])")
+
+
+def _next_sign(text: str, spots: re.Pattern[str], position: int) -> re.Match[str] | None:
+    """The first sign at or after `position` that a spot ends at (searched from where its name may start)."""
+    at = max(0, position - _NAME_REACH)
+    while (spot := spots.search(text, at)) is not None:
+        end = spot.end()
+        if end >= position and (sign := _SIGN.match(text, end)) is not None:
+            return sign
+        at = end + 1  # (a spot ending at a later sign starts after this one's sign)
+    return None
 
 
 def _flags(text: str, is_secret_name: IsSecretName) -> Iterator[Span]:

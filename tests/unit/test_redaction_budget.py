@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from projections.redaction import REDACTED, Redactor
 from projections.secret_phrases import budget, elements
-from projections.secrets import _tokens, luhn, random_looking, unquote
+from projections.secrets import _assignments, _tokens, luhn, random_looking, unquote
 
 REDACTOR = Redactor.build()
 
@@ -195,3 +195,21 @@ NAMES = st.one_of(
 @given(st.sets(NAMES, max_size=60))
 def test_the_names_told_apart_at_once_are_those_told_one_by_one(names: set[str]) -> None:
     assert REDACTOR.secret_among(names) == {name for name in names if REDACTOR.secret_key(name)}
+
+
+ASSIGNMENT_PARTS = st.sampled_from(
+    [
+        *("password", "pw", "PGPASSWORD", "api_key", "Authorization", "token2", "k1", "x", "p\u00adw", "$pw"),
+        *("=", ":", "=>", ":=", "==", "://", " ", "  ", "\t", '"', "'", '\\"', "-", "--", "\n", "?", "&"),
+        *("hunter2", "export ", "a" * 70 + "pw", "1pw", "pw-", "$x", "\u00adpw"),
+    ]
+)
+
+
+@given(st.lists(ASSIGNMENT_PARTS, max_size=30))
+@example(["api_key", "  ", "\t", "  ", ":", "hunter2"])
+@example(["x", '\\"', "password", '\\"', ":", " ", '"', "hunter2"])
+def test_the_signs_after_secret_names_find_what_reading_every_sign_finds(parts: list[str]) -> None:
+    text = "".join(parts)
+    found = sorted(_assignments(text, text[::-1], REDACTOR.secret_key))
+    assert found == sorted(_assignments(text, text[::-1], REDACTOR.secret_key, every_sign=True))
