@@ -115,7 +115,7 @@ _TOKEN_HEAD = re.compile(rf"([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 #   a continuation byte);
 # - random-looking: 24 characters or more, and the classes (upper, lower, digit, punctuation skipped)
 #   change often enough: 14 distinct characters (MIN_ENTROPY_BITS) with 6 kinds of punctuation in 24 are 10
-#   letters and digits or more, so 4 runs of a class (MIN_CLASS_CHANGES); 12 or more (13 punctuation) need 5.
+#   letters and digits or more, so 4 runs of a class (MIN_CLASS_CHANGES), 5 unless 13 are punctuation.
 _PUNCTUATION = r"[+/_.~-]"
 _RUN = rf"{_PUNCTUATION}*+(?:{'|'.join(f'{c}++(?:{_PUNCTUATION}*+{c}++)*+' for c in ('[a-z]', '[A-Z]', '[0-9]'))})"
 _MAY_BE_SECRET = (
