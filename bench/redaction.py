@@ -143,7 +143,7 @@ def adversarial() -> dict[str, RunTraced]:
         "distinct hex digests (32 digits)": lambda: ([_tokens(rng, "hex")], []),
         "distinct identifiers (item_7_name_x)": lambda: ([_tokens(rng, "names")], []),
         "unique keys with digits": lambda: ([], [(json.dumps({f"k{i}x": i for i in range(RUN_BYTES // 24)}), "{}")]),
-        "signs, then one secret name (k=1 password=x)": lambda: (["k=1 " * (RUN_BYTES // 4 - 4) + "password=x"], []),
+        "k=1 repeated, then password=x": lambda: (["k=1 " * (RUN_BYTES // 4 - 4) + "password=x"], []),
         "distinct tag names (<t1><t2>)": lambda: ([_distinct("<t{}>")], []),
         "distinct names before signs (k1=1)": lambda: ([_distinct("k{}=1 ")], []),
         "distinct passwords in prose (x1, x2)": lambda: ([_distinct("my password is x{} ")], []),
