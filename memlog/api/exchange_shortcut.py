@@ -16,8 +16,9 @@ import json
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memlog.api.guard import replay_body
 from memlog.api.handlers import answer_for
 from memlog.api.models import Accepted, ExchangeIn
 from memlog.api.shortcut import ROUTE_TEMPLATE, header
@@ -62,7 +63,7 @@ class ExchangeShortcut:
             return  # the client went away
         exchange = parsed(body)
         if exchange is None:
-            await self.app(scope, replay(body, receive), send)
+            await self.app(scope, replay_body(body, receive), send)
             return
         scope[ROUTE_TEMPLATE] = ROUTE  # for the HTTP metrics: this request never reaches a route
         state = scope["app"].state
@@ -92,17 +93,3 @@ async def whole_body(receive: Receive) -> bytes | None:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def replay(body: bytes, receive: Receive) -> Receive:
-    """The body once, as one message; after it, the client's own messages (a disconnect)."""
-    sent = False
-
-    async def again() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return again

@@ -76,7 +76,7 @@ class RequestGuard:
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay_body(body, receive), send)
 
     async def _read(self, receive: Receive) -> bytes | None:
         """The whole body, refused as soon as it passes the limit (chunked bodies declare no length)."""
@@ -144,7 +144,7 @@ def _is_json(content_type: str | None) -> bool:
     return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     """The body once, as one message; after it, the client's own messages (a disconnect)."""
     sent = False
 

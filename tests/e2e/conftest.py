@@ -18,9 +18,13 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memlog.api.app import create_api
 from memlog.config.settings import Settings
 from memlog.dev.processes import MemlogProcess, free_port, start_api, start_worker
+from memlog.services import open_services
 from schemas.events import now_ms
 from streams.topics import ensure_topics
 from tests.conftest import unique_settings
@@ -170,3 +174,44 @@ async def replayed(
             await meanwhile()
         await asyncio.sleep(pause)
     return status
+
+
+WALL = 418  # what the wall behind a bare shortcut answers: a request it leaves to FastAPI
+
+
+class Apps:
+    """Clients of three in-process apps on one set of services, to prove a shortcut's answers the routes':
+    `plain` (the FastAPI routes alone), `full` (the API as `memlog api` serves it) and `bare` (the shortcut
+    in front of a wall that answers WALL)."""
+
+    def __init__(self, plain: httpx.AsyncClient, full: httpx.AsyncClient, bare: httpx.AsyncClient) -> None:
+        self.plain, self.full, self.bare = plain, full, bare
+
+
+@asynccontextmanager
+async def shortcut_apps(live: Settings, shortcut_of: Callable[[ASGIApp], ASGIApp]) -> AsyncIterator[Apps]:
+    """`Apps` for the shortcut middleware `shortcut_of` (its class) on `live`'s stores."""
+    plain, full = create_api(live), create_api(live)
+    plain.user_middleware = [m for m in plain.user_middleware if m.cls is not shortcut_of]
+    assert len(plain.user_middleware) == len(full.user_middleware) - 1
+
+    async def wall(scope: Scope, receive: Receive, send: Send) -> None:
+        await PlainTextResponse("left to FastAPI", status_code=WALL)(scope, receive, send)
+
+    shortcut = shortcut_of(wall)
+
+    async def bare(scope: Scope, receive: Receive, send: Send) -> None:
+        scope["app"] = plain  # where the shortcut finds the services and credentials, as in the app
+        await shortcut(scope, receive, send)
+
+    async with open_services(live, producer=True) as services:
+        plain.state.services = full.state.services = services
+        clients = [
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api", timeout=60)
+            for app in (plain, full, bare)
+        ]
+        try:
+            yield Apps(*clients)
+        finally:
+            for client in clients:
+                await client.aclose()

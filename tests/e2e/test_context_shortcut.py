@@ -13,19 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.responses import PlainTextResponse
-from starlette.types import Receive, Scope, Send
 
-from memlog.api.app import create_api
 from memlog.api.shortcut import ContextShortcut
 from memlog.config.settings import Settings
-from memlog.services import open_services
-from tests.e2e.conftest import memlog, own_settings
+from tests.e2e.conftest import WALL, Apps, memlog, own_settings, shortcut_apps
 
 TENANT = "short"
 TOKENS = {"tok-short": TENANT, "tok-other": "other"}
 MINE = {"Authorization": "Bearer tok-short"}
-WALL = 418
 
 
 @pytest.fixture(scope="module")
@@ -34,37 +29,10 @@ def live(stack: Settings) -> Iterator[Settings]:
         yield settings
 
 
-class Apps:
-    def __init__(self, plain: httpx.AsyncClient, full: httpx.AsyncClient, bare: httpx.AsyncClient) -> None:
-        self.plain, self.full, self.bare = plain, full, bare
-
-
 @pytest.fixture
 async def apps(live: Settings) -> AsyncIterator[Apps]:
-    plain, full = create_api(live), create_api(live)
-    plain.user_middleware = [m for m in plain.user_middleware if m.cls is not ContextShortcut]
-    assert len(plain.user_middleware) == len(full.user_middleware) - 1
-
-    async def wall(scope: Scope, receive: Receive, send: Send) -> None:
-        await PlainTextResponse("left to FastAPI", status_code=WALL)(scope, receive, send)
-
-    shortcut = ContextShortcut(wall)
-
-    async def bare(scope: Scope, receive: Receive, send: Send) -> None:
-        scope["app"] = plain  # where the shortcut finds the services and credentials, as in the app
-        await shortcut(scope, receive, send)
-
-    async with open_services(live, producer=True) as services:
-        plain.state.services = full.state.services = services
-        clients = [
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api", timeout=60)
-            for app in (plain, full, bare)
-        ]
-        try:
-            yield Apps(*clients)
-        finally:
-            for client in clients:
-                await client.aclose()
+    async with shortcut_apps(live, ContextShortcut) as opened:
+        yield opened
 
 
 async def post(apps: Apps, path: str = "/v1/exchanges", **payload: Any) -> str:

@@ -20,14 +20,7 @@ from schemas.events import AnswerGiven, Envelope, QuestionAsked, to_record
 from streams.metrics import Metrics
 from streams.projector import Record
 from streams.projectors import build_projections
-
-
-class Letters:
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    async def send(self, key: bytes | None, value: bytes) -> None:
-        self.sent.append(value)
+from tests.dead_letters import Letters
 
 
 @pytest.fixture

@@ -15,21 +15,9 @@ from schemas.catalog import Catalog
 from schemas.codec import Codec
 from schemas.events import AnswerGiven, Envelope, QuestionAsked, to_record
 from streams.projector import APPLY_STEP_BYTES, Projector, Record
+from tests.dead_letters import Counted, Letters
 
 CODEC = Codec(Catalog())
-
-
-class Letters:
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    async def send(self, key: bytes | None, value: bytes) -> None:
-        self.sent.append(value)
-
-
-class Counted:
-    async def count_dead_letter(self, topic: str) -> None:
-        pass
 
 
 def records(count: int, answer_bytes: int) -> list[Record]:

@@ -19,21 +19,9 @@ from schemas.events import AnswerGiven, Envelope, QuestionAsked, ThreadEvent, to
 from streams.projector import Projector, Record
 from streams.sealer import Sealer
 from streams.shared_reads import SharedReads
+from tests.dead_letters import Counted, Letters
 
 CODEC = Codec(Catalog())
-
-
-class Letters:
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    async def send(self, key: bytes | None, value: bytes) -> None:
-        self.sent.append(value)
-
-
-class Counted:
-    async def count_dead_letter(self, topic: str) -> None:
-        pass
 
 
 class Applied:
