@@ -41,6 +41,7 @@ from memlog.adapters.mongo_postings import MongoPostings
 from memlog.adapters.mongo_scans import above, at_most, equals, every, in_seq_order
 from memlog.adapters.mongo_siblings import with_siblings
 from memlog.adapters.mongo_store import mongo_errors
+from memlog.adapters.mongo_vector_blocks import MongoVectorBlocks
 from memlog.adapters.mongo_vectors import ArchiveNearest
 from projections.archives import (
     NEVER,
@@ -126,6 +127,7 @@ class MongoConversationArchive(
         self._legacy = database[LEGACY_RAW_COPY]
         self._legacy_entries = database[LEGACY_ENTRIES]
         self._postings = MongoPostings(database)
+        self._vector_blocks = MongoVectorBlocks(database)
 
     async def prepare(self) -> None:
         with mongo_errors():
@@ -164,6 +166,8 @@ class MongoConversationArchive(
         await self.prepare_calendar()
         await self.prepare_places()
         await self._migrate()
+        with mongo_errors():
+            await self._vector_blocks.prepare(backfill=self._vectors is not None)
 
     async def _migrate(self) -> None:
         """Entries archived one document each (before issue 16) become groups of one, then their
@@ -363,6 +367,7 @@ class MongoConversationArchive(
                 {**_where(op.ref), "last": {"$lt": op.before}}, {"$set": {"conversation": op.target}}
             )
             await self._postings.move_below(op.ref, op.before, op.target)
+            await self._vector_blocks.move_below(op.ref, op.before, op.target)
             await self._end_tail(op.ref, op.before)
             if found is not None:
                 source = _meta(found)
@@ -428,6 +433,7 @@ class MongoConversationArchive(
                 return
             await self._entries.delete_many({**_where(op.ref), "last": {"$lt": op.before}})
             await self._postings.drop_below(op.ref, op.before)
+            await self._vector_blocks.drop_below(op.ref, op.before)
             await self._end_tail(op.ref, op.before)
             if found is not None and int(found.get("last_seq", -1)) < op.before:
                 await self._conversations.delete_one({"_id": conversation_id(op.ref)})
@@ -449,6 +455,7 @@ class MongoConversationArchive(
             if gone:
                 await self._entries.delete_many({**thread_of(op.ref), "_id": {"$in": gone}})
                 await self._postings.drop_groups(op.ref, gone)
+                await self._vector_blocks.drop_groups(op.ref, gone)
             await self._end_tail(op.ref, op.before)
             if found is not None:
                 kept = generations_kept(_meta(found).generations, [e for group, e in held if group in spared])
@@ -553,6 +560,7 @@ class MongoConversationArchive(
             metas = await self._conversations.delete_many(mine)
             refs = {ConversationRef(tenant, doc["thread"], doc["owner"], doc["conversation"]) for doc in held}
             await self._postings.erase(subject, refs)
+            await self._vector_blocks.erase(tenant, subject)
             shared = {conversation_id(ref) for ref in refs}
             if shared:
                 await self._conversations.update_many(

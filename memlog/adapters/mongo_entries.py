@@ -12,8 +12,8 @@ Per group: the conversation's fields, `subject`, `agent`, `first` and `last` seq
 indexes read (`ids` the entry ids, `at` the times, `n` the places, `terms` the tokens of every entry);
 `m` maps `s<seq>` to each entry's fields but its text and original, `t` maps `s<seq>` to the texts and
 `o` to the originals (kept apart so a read can leave out megabytes of requests, or every text, with
-one projection); `v` maps `s<seq>` of a run's first entry to the run's vector, when archive search
-has vectors (memlog/adapters/archive_vectors.py: int8 bytes; no read of entries carries them).
+one projection). A group archived before `vector_blocks` (memlog/adapters/mongo_vector_blocks.py)
+may hold its runs' vectors in `v` until `prepare` moves them there; no read of entries carries them.
 """
 
 from __future__ import annotations
@@ -204,11 +204,8 @@ def _owners(entry: Entry) -> dict[str, Any]:
     return {**where(entry.ref), "subject": entry.subject, "agent": entry.agent}
 
 
-Vector = tuple[int, bytes]  # a run's vector, by the seq of its first entry
-
-
-def group_doc(group: str, entries: Sequence[Entry], vector: Vector | None = None) -> dict[str, Any]:
-    """A new group's document (`vector`: its entries' vector, memlog/adapters/archive_vectors.py)."""
+def group_doc(group: str, entries: Sequence[Entry]) -> dict[str, Any]:
+    """A new group's document."""
     kept = once(entries)
     originals = {_key(e.seq): e.original for e in kept if e.original is not None}
     return {
@@ -220,13 +217,10 @@ def group_doc(group: str, entries: Sequence[Entry], vector: Vector | None = None
         "m": {_key(e.seq): _message(e) for e in kept},
         "t": {_key(e.seq): e.text for e in kept},
         **({"o": originals} if originals else {}),
-        **({"v": {_key(vector[0]): vector[1]}} if vector is not None else {}),
     }
 
 
-def group_update(
-    entries: Sequence[Entry], held: Mapping[str, Any] | None = None, vector: Vector | None = None
-) -> dict[str, Any]:
+def group_update(entries: Sequence[Entry], held: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The update adding entries to a group (creating it when missing): idempotent, each entry by its seq.
 
     `held`: the group's arrays as read (none when it is missing). Each array is set to its union with
@@ -237,8 +231,6 @@ def group_update(
     assigned: dict[str, Any] = {f"m.{_key(e.seq)}": _message(e) for e in kept}
     assigned |= {f"t.{_key(e.seq)}": e.text for e in kept}
     assigned |= {f"o.{_key(e.seq)}": e.original for e in kept if e.original is not None}
-    if vector is not None:
-        assigned[f"v.{_key(vector[0])}"] = vector[1]
     for name, values in _arrays(kept).items():
         before = list((held or {}).get(name) or ())
         assigned[name] = _unique([*before, *values])

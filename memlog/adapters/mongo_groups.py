@@ -19,7 +19,6 @@ from memlog.adapters.mongo_entries import (
     ARRAYS,
     Run,
     Tail,
-    Vector,
     conversation_id,
     group_doc,
     group_update,
@@ -28,6 +27,7 @@ from memlog.adapters.mongo_entries import (
 from memlog.adapters.mongo_entries import where as _where
 from memlog.adapters.mongo_postings import MongoPostings
 from memlog.adapters.mongo_store import DUPLICATE_KEY
+from memlog.adapters.mongo_vector_blocks import MongoVectorBlocks
 from projections.archives import ConversationRef, Entry
 
 log = logging.getLogger(__name__)
@@ -57,28 +57,33 @@ class ArchiveGroupWrites:
     _entries: AsyncCollection[dict[str, Any]]
     _conversations: AsyncCollection[dict[str, Any]]
     _postings: MongoPostings
+    _vector_blocks: MongoVectorBlocks
     _vectors: ArchiveVectors | None
 
     async def _write_groups(self, grouped: Sequence[Run]) -> None:
-        """The groups written, then their entries' postings (memlog/adapters/mongo_postings.py): a posting names
-        a group that holds its entry (one whose id another group held names nothing a search reads)."""
-        await self._write_group_docs(grouped, await self._run_vectors(grouped))
+        """The groups written, then their runs' vectors (memlog/adapters/mongo_vector_blocks.py) and their
+        entries' postings (memlog/adapters/mongo_postings.py): a posting or a vector names a group that
+        holds its entry (one whose id another group held names nothing a search reads)."""
+        vectors = await self._run_vectors(grouped)
+        await self._write_group_docs(grouped)
+        await self._vector_blocks.put(vectors)
         await self._postings.post((run.group, run.entries) for run in grouped)
 
-    async def _run_vectors(self, grouped: Sequence[Run]) -> dict[str, Vector]:
-        """Each run's vector (its entries' texts as one passage), by group, when search has vectors. A model
-        that fails leaves the runs without (searched by their words alone), and never stops the archive."""
+    async def _run_vectors(self, grouped: Sequence[Run]) -> list[tuple[Entry, str, bytes]]:
+        """Each run's vector (its entries' texts as one passage), with its first entry and group, when search
+        has vectors. A model that fails leaves the runs without (searched by their words alone), and never
+        stops the archive."""
         if self._vectors is None or not grouped:
-            return {}
+            return []
         texts = ["\n".join(e.text for e in run.entries) for run in grouped]
         try:
             packed = await self._vectors.passages(texts)
         except Exception as exc:  # the model's own error, whatever it is: the words still archive
             log.warning("archive: no vectors for %d groups (%s: %s)", len(grouped), type(exc).__name__, exc)
-            return {}
-        return {run.group: (min(e.seq for e in run.entries), v) for run, v in zip(grouped, packed, strict=True)}
+            return []
+        return [(min(run.entries, key=lambda e: e.seq), run.group, v) for run, v in zip(grouped, packed, strict=True)]
 
-    async def _write_group_docs(self, grouped: Sequence[Run], vectors: dict[str, Vector] | None = None) -> None:
+    async def _write_group_docs(self, grouped: Sequence[Run]) -> None:
         """New groups inserted in one bulk; a group that grows, or that a redelivery finds written,
         updated in place with the entries it does not hold yet (an entry it holds keeps what it became
         since: folded, reset, moved by a rename). An entry whose id its conversation holds in another
@@ -96,9 +101,7 @@ class ArchiveGroupWrites:
         again = [run for run in grouped if run.grows]
         if fresh:
             try:
-                await self._entries.insert_many(
-                    [group_doc(run.group, run.entries, (vectors or {}).get(run.group)) for run in fresh], ordered=False
-                )
+                await self._entries.insert_many([group_doc(run.group, run.entries) for run in fresh], ordered=False)
             except BulkWriteError as exc:
                 again += [fresh[index] for index in sorted(duplicates(exc))]  # written before: a redelivery
         arrays: dict[Any, dict[str, Any]] = {}
@@ -119,7 +122,7 @@ class ArchiveGroupWrites:
             updates = [
                 UpdateOne(
                     {"_id": run.group, **thread_of(run.entries[0].ref)},
-                    group_update(run.entries, arrays.get(run.group), (vectors or {}).get(run.group)),
+                    group_update(run.entries, arrays.get(run.group)),
                     upsert=True,
                 )
                 for run in again

@@ -1,10 +1,10 @@
 """Archive search's nearest exchanges by vector (MEMLOG_SEARCH_VECTORS) over the groups in MongoDB.
 
-A group's vectors are in its `v` (memlog/adapters/mongo_entries.py); the scope's are read alone (384
-bytes a group), compared with the question's here, and the nearest groups read whole. One search reads
-at most `scan` groups' vectors (MEMLOG_SEARCH_MAX_CANDIDATES), the first the server returns (unsorted:
-a sort would read them all); a scope holding more (an agent's long history) has its other groups found
-by words alone, never by meaning. Mixed into
+The runs' vectors are in `vector_blocks` (memlog/adapters/mongo_vector_blocks.py: packed by block, a
+few small documents a thread), read without the groups, compared with the question's here, and the
+nearest groups read whole. One search reads at most `scan` vectors (MEMLOG_SEARCH_MAX_CANDIDATES), the
+first blocks the server returns (unsorted: a sort would read them all); a scope holding more (an
+agent's long history) has its other groups found by words alone, never by meaning. Mixed into
 MongoConversationArchive; see projections/ports.py SimilarEntries for the contract.
 """
 
@@ -20,6 +20,7 @@ from pymongo.errors import ExecutionTimeout
 from memlog.adapters.archive_vectors import ArchiveVectors, similarities
 from memlog.adapters.mongo_entries import WITHOUT_ORIGINALS, entries_of, entry_of_doc
 from memlog.adapters.mongo_store import mongo_errors
+from memlog.adapters.mongo_vector_blocks import MongoVectorBlocks
 from projections.archives import Entry
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ class ArchiveNearest:
     """Mixed into MongoConversationArchive."""
 
     _entries: AsyncCollection[dict[str, Any]]
+    _vector_blocks: MongoVectorBlocks
     _vectors: ArchiveVectors | None
     _search_time_ms: int
 
@@ -42,15 +44,14 @@ class ArchiveNearest:
             scope |= {"thread": thread[0], "owner": thread[1]}
         if agent is not None:
             scope["agent"] = agent
-        vectors = self._entries.find(scope, {"v": 1}).limit(self._vectors.scan).max_time_ms(self._search_time_ms)
+        vectors = self._vector_blocks.read(scope, self._vectors.scan, self._search_time_ms)
         with mongo_errors():  # the question's vector computed while the scope's are read
             try:
-                vector, held = await asyncio.gather(self._vectors.question(question), vectors.to_list())
+                vector, blobs = await asyncio.gather(self._vectors.question(question), vectors)
             except ExecutionTimeout:  # meaning is an addition: past the time limit, the words alone answer
                 log.warning("search: the scope's vectors took over %d ms; ranked by words alone", self._search_time_ms)
                 return []
         best: dict[Any, float] = {}
-        blobs = [(doc["_id"], blob) for doc in held for blob in (doc.get("v") or {}).values()]
         scores = await asyncio.to_thread(similarities, vector, [blob for _, blob in blobs])
         for (group, _), score in zip(blobs, scores, strict=True):
             best[group] = max(score, best.get(group, -1.0))

