@@ -23,6 +23,12 @@ parts, and for evidence in the first and second half of a conversation (also wit
 none of whose content words is anywhere in the thread, which memlog answers empty by rule); p50/p99 of
 both searches. A search answering 503 on a loaded machine is asked again (counted in `cost`).
 
+Negatives (NEGATIVES: 18 questions a language about things never discussed): how many each system
+answers empty (memlog's searches; BM25 when no word of them scores; cosine rankings never), per
+language, per half of the split that fitted MEMLOG_SEARCH_MEANING_MIN (SEED; bench/search_eval_threshold.py
+fits it) and by whether a content word of theirs occurs in the thread. The positives are reported per
+half of that split too.
+
     python -m bench.search_eval --out results.json          # starts API and worker on the local stack
     python -m bench.search_eval --url http://127.0.0.1:8080  # an API already running (open)
 """
@@ -34,6 +40,7 @@ import asyncio
 import json
 import math
 import os
+import random
 import re
 import statistics
 import sys
@@ -46,7 +53,7 @@ from typing import Any
 
 import httpx
 
-from bench.search_eval_data import FACTS, FILLER, QUESTIONS
+from bench.search_eval_data import FACTS, FILLER, NEGATIVES, QUESTIONS
 from projections.relevance import STOP_WORDS, fold, index_terms, query_of
 
 LOGS = Path(__file__).resolve().parent.parent / ".memlog-test" / "logs"
@@ -54,6 +61,7 @@ FILLERS = 150  # filler exchanges per conversation: 180 exchanges in all
 T0 = 1_790_000_000_000
 K = 10
 FIT = {("en", i) for i in range(12)}  # read while the stop words were written; all else is the report part
+SEED = 35  # the split of MEMLOG_SEARCH_MEANING_MIN's fit and report halves (bench/search_eval_threshold.py)
 # a common English stop list (function words only), as a first BM25 would have it
 BASELINE_STOP = frozenset(
     """a an and are as at be but by for if in into is it no not of on or such that the their then there these
@@ -84,6 +92,19 @@ def conversation(lang: str) -> list[tuple[str, str, int | None]]:
         else:
             out.append(next(pending))
     return out
+
+
+def halves(items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """(fit, report): half of `items` each, chosen by SEED (the order depends on their number alone)."""
+    order = list(items)
+    random.Random(SEED).shuffle(order)
+    half = (len(order) + 1) // 2
+    return order[:half], order[half:]
+
+
+def fitting(lang: str) -> set[str]:
+    """The questions of `lang`, positives and negatives, in the threshold's fit half (within each kind)."""
+    return {*halves([q for q, _ in QUESTIONS[lang]])[0], *halves(NEGATIVES[lang])[0]}
 
 
 # --- baselines ---------------------------------------------------------------------------------
@@ -215,6 +236,7 @@ async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | 
     embed_ms: list[float] = []
     passage_ms: list[float] = []  # the e5 baseline's passage vectors, per exchange, per language
     rows: list[dict[str, Any]] = []
+    negatives: list[dict[str, Any]] = []  # questions about things never discussed: answered empty or not
     unavailable: Counter[str] = Counter()  # 503s asked again (latency counts the whole wait)
     latency: dict[str, list[float]] = {"thread": [], "agent": [], "thread, words alone": []}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
@@ -306,6 +328,7 @@ async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | 
                         "found": found,
                         "evidence": evidence,
                         "part": "fit" if (lang, q_index) in FIT else "report",
+                        "threshold": "fit" if question in fitting(lang) else "report",
                         "half": "first" if facts_at[fact] < len(ids) / 2 else "second",
                         "memlog": outcome(found, evidence),
                         "memlog_words": outcome([r["exchange_id"] for r in by_words.json()["results"]], evidence),
@@ -318,6 +341,15 @@ async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | 
                         "minilm": outcome(cosine, evidence),
                     }
                 )
+            for question in NEGATIVES[lang]:  # never discussed: the right answer is none
+                negatives.append(
+                    await negative(http, words, tenant, lang, question, held, unavailable)
+                    | {
+                        "threshold": "fit" if question in fitting(lang) else "report",
+                        "bm25": not rank_bm25(baseline_words(question)),
+                        "bm25_lang": not rank_lang(lang_words(question)),
+                    }
+                )
     if words is not None:
         await words.aclose()
     latency = {name: samples for name, samples in latency.items() if samples}
@@ -328,7 +360,37 @@ async def evaluate(url: str, run: str, raw: Raw | None = None, words_url: str | 
     cost["503s asked again"] = dict(unavailable)
     if passage_ms:
         cost["e5 passage ms per exchange (one thread, in process)"] = [round(ms, 1) for ms in passage_ms]
-    return {"rows": rows, "latency": latency, "cost": cost}
+    return {"rows": rows, "negatives": negatives, "latency": latency, "cost": cost}
+
+
+async def negative(
+    http: httpx.AsyncClient,
+    words: httpx.AsyncClient | None,
+    tenant: str,
+    lang: str,
+    question: str,
+    held: set[str],
+    unavailable: Counter[str],
+) -> dict[str, Any]:
+    """A question about something never discussed: whether each memlog search answered it empty
+    (cosine rankings, MiniLM's and e5's, never do)."""
+    thread = f"/v1/tenants/{tenant}/threads/session:player-{lang}/search"
+    params = {"q": question, "scope": "history", "limit": K, "neighbours": 0}
+    page = await asked(http, thread, params, unavailable)
+    agent = {"q": question, "limit": K, "neighbours": 0}
+    across = await asked(http, f"/v1/tenants/{tenant}/agents/guide/search", agent, unavailable)
+    by_words = await asked(words, thread, params, unavailable) if words is not None else page
+    return {
+        "lang": lang,
+        "question": question,
+        "words_in_thread": bool(set(query_of(question).lookup) & held),
+        "found": [r["exchange_id"] for r in page.json()["results"]],
+        "memlog": not page.json()["results"],
+        "memlog_agent": not across.json()["results"],
+        "memlog_words": not by_words.json()["results"],
+        "minilm": False,
+        "e5": False,
+    }
 
 
 def raw_reads(services: Any, floor: dict[str, list[float]]) -> Raw:
@@ -369,6 +431,9 @@ def report(result: Mapping[str, Any]) -> dict[str, Any]:
     for half in ("first", "second"):
         groups[f"{half} half"] = [r for r in rows if r["half"] == half]
     groups["no word in thread"] = [r for r in rows if not r["words_in_thread"]]
+    for half in ("fit", "report"):  # MEMLOG_SEARCH_MEANING_MIN's halves (SEED)
+        groups[f"threshold {half} half"] = [r for r in rows if r["threshold"] == half]
+        groups[f"threshold {half}, no word"] = [r for r in rows if r["threshold"] == half and not r["words_in_thread"]]
     for half in ("first", "second"):  # the halves without the questions the empty-result rule answers empty
         groups[f"{half} half, in thread"] = [r for r in rows if r["half"] == half and r["words_in_thread"]]
     for lang in FACTS:
@@ -382,6 +447,7 @@ def report(result: Mapping[str, Any]) -> dict[str, Any]:
             for s in SYSTEMS
         )
         print(f"{name:22}{cells}")
+    empty = answered_empty(result.get("negatives", []))
     lat = {k: {"p50_ms": percentile(v, 0.5), "p99_ms": percentile(v, 0.99)} for k, v in result["latency"].items()}
     print("latency", lat)
     for search, floor in (("thread", "raw thread candidates"), ("agent", "raw agent candidates")):
@@ -389,7 +455,32 @@ def report(result: Mapping[str, Any]) -> dict[str, Any]:
             ratio = {p: round(lat[search][p] / max(lat[floor][p], 1e-3), 2) for p in ("p50_ms", "p99_ms")}
             print(f"{search} search / its raw candidate read: p50 {ratio['p50_ms']}x, p99 {ratio['p99_ms']}x")
             lat[f"{search} / raw"] = ratio
-    return {"table": table, "latency": lat}
+    return {"table": table, "negatives answered empty": empty, "latency": lat}
+
+
+NEGATIVE_SYSTEMS = ("memlog", "memlog_agent", "memlog_words", "bm25", "bm25_lang", "minilm", "e5")
+
+
+def answered_empty(negatives: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Negatives answered empty, by system: all, per language, per threshold half, and by whether a
+    content word of theirs occurs in the thread (the words then find something)."""
+    if not negatives:
+        return {}
+    groups: dict[str, list[Mapping[str, Any]]] = {"all": list(negatives)}
+    for lang in FACTS:
+        groups[lang] = [r for r in negatives if r["lang"] == lang]
+    for half in ("fit", "report"):
+        groups[f"threshold {half} half"] = [r for r in negatives if r["threshold"] == half]
+    groups["no word in thread"] = [r for r in negatives if not r["words_in_thread"]]
+    groups["a word in thread"] = [r for r in negatives if r["words_in_thread"]]
+    table = {
+        name: {s: f"{sum(bool(r[s]) for r in g)}/{len(g)}" for s in NEGATIVE_SYSTEMS} for name, g in groups.items()
+    }
+    print("negatives answered empty")
+    print(f"{'':22}" + "".join(f"{s:>14}" for s in NEGATIVE_SYSTEMS))
+    for name, by in table.items():
+        print(f"{name:22}" + "".join(f"{by[s]:>14}" for s in NEGATIVE_SYSTEMS))
+    return table
 
 
 def rss_mib(group: int) -> float:

@@ -255,6 +255,7 @@ class Services:
                 cursors=self.cursors,
                 ledger=None if read_only else self.ledger,
                 ranker=self.ranker,
+                meaning_min=self.settings.search_meaning_min,
             ),
         )
 
@@ -278,6 +279,7 @@ class Services:
                 similar=self.current.similar,
                 cursors=self.cursors,
                 ranker=self.ranker,
+                meaning_min=self.settings.search_meaning_min,
             ),
         )
 

@@ -7,9 +7,11 @@ fused score is the sum over the two lists of 1 / (RRF_K + its rank there), and i
 matches first, then the fused score, then newer, then identity: the same shape as the word ranking's,
 so cursors page it the same way (deterministic for one snapshot and one question).
 
-Nothing found by words, nothing found: a query whose content words occur nowhere in the scope answers
-nothing, as the word search does, however near some exchange's meaning is (an exchange is always
-nearest something). The vectors re-rank and add to what the words found; they never answer alone.
+A query whose content words occur nowhere in the scope: some exchange is always nearest something, so
+the nearest answer alone only when the nearest one's cosine exceeds a floor (MEMLOG_SEARCH_MEANING_MIN,
+fitted on questions about things never discussed: bench/search_eval_threshold.py); otherwise, as with
+no floor, nothing found by words is nothing found. When the words found something, the vectors re-rank
+and add to it, whatever their cosine.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ class SimilarEntries(Protocol):
         ...
 
 
+def meant(near: Sequence[tuple[float, list[Entry]]], floor: float | None) -> bool:
+    """Whether the nearest groups answer a question whose words found nothing: the first one's cosine
+    exceeds the floor (the question is about something the scope discussed, not merely nearest)."""
+    return floor is not None and bool(near) and near[0][0] > floor
+
+
 def _shown(entries: Sequence[Entry]) -> Entry:
     """A vector-only hit's entry: the exchange's answer, else its first entry."""
     return next((e for e in entries if e.role == "answer"), entries[0])
@@ -53,10 +61,12 @@ def fuse(
     group: Grouping = "exchange",
     after: Key | None = None,
     limit: int,
+    floor: float | None = None,
 ) -> list[Hit]:
     """The page after `after` of the fused ranking. `lexical`: every word hit in rank order; `near`:
-    groups in the run's snapshot and scope, nearest first, with their cosine."""
-    if not lexical:
+    groups in the run's snapshot and scope, nearest first, with their cosine. With no word hit, the
+    nearest alone when the first one's cosine exceeds `floor` (None: never)."""
+    if not lexical and not meant(near, floor):
         return []
     score: dict[Unit, float] = {}
     for at, hit in enumerate(lexical):

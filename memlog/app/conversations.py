@@ -142,6 +142,9 @@ class Conversations:
     ledger: Ledger | None = None  # where a confirmed retention run records each purge
     cursors: Cursors = field(kw_only=True)
     ranker: Ranker | None = field(default=None, kw_only=True)  # where a search ranks; None: in a thread
+    # MEMLOG_SEARCH_MEANING_MIN: the cosine the nearest exchange must exceed to answer a question none of
+    # whose words the thread holds (None: such a question answers nothing)
+    meaning_min: float | None = field(default=None, kw_only=True)
 
     async def snapshot(self, tenant: str, thread: str, owner: str) -> int:
         """The newest entry the archive holds for the thread: later appends fall outside a paging run."""
@@ -212,7 +215,7 @@ class Conversations:
             candidates = in_window(found, scope, snapshot, since, until)
         if documents is None:
             documents = await self.documents(tenant, thread, owner, candidates)
-        meant = await nearest(meaning, candidates)  # by meaning too
+        meant = await nearest(meaning, candidates, self.meaning_min)  # by meaning too
         shown = _shown(scope, snapshot, conversation, since, until)
         hits = await ranked(
             query,
@@ -224,6 +227,7 @@ class Conversations:
             documents=documents,
             group=group,
             ranker=self.ranker,
+            floor=self.meaning_min,
         )
         more, hits = len(hits) > limit, hits[:limit]
         nearby = await self._nearby(hits, radius, snapshot, scope, candidates) if radius else {}

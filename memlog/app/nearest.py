@@ -39,12 +39,12 @@ def _retrieved(pending: asyncio.Future[Near]) -> None:
         pending.exception()
 
 
-async def nearest(pending: asyncio.Future[Near] | None, found: Sequence[Entry]) -> Near | None:
-    """The nearest groups (None: no vectors); none when the words found no candidate (nothing to fuse:
-    the read is stopped)."""
+async def nearest(pending: asyncio.Future[Near] | None, found: Sequence[Entry], floor: float | None) -> Near | None:
+    """The nearest groups (None: no vectors); none when the words found no candidate and the nearest
+    may not answer alone (`floor` None: the read is stopped)."""
     if pending is None:
         return None
-    if not found:
+    if not found and floor is None:
         pending.cancel()
         await asyncio.wait([pending])
         return []
@@ -63,9 +63,11 @@ async def ranked(
     group: Grouping,
     key: Callable[[Match, Entry], Key] = rank_key,
     ranker: Ranker | None = None,
+    floor: float | None = None,
 ) -> list[Hit]:
     """The page after `after`: the word ranking's (`near` None: no vectors), or the fused one, of the
-    nearest groups `visible` in the run's snapshot, scope and dates. Off the event loop and its lock
+    nearest groups `visible` in the run's snapshot, scope and dates (alone, with no word candidate, when
+    the nearest one's cosine exceeds `floor`: projections/hybrid.py). Off the event loop and its lock
     (memlog/app/ranker.py): scoring a thousand long exchanges takes a while, and /healthz must answer
     meanwhile."""
     if near is None:
@@ -84,4 +86,4 @@ async def ranked(
         group=group,
     )
     kept = [(score, shown) for score, entries in near if (shown := [e for e in entries if visible(e)])]
-    return fuse(lexical, kept, key=key, group=group, after=after, limit=limit)
+    return fuse(lexical, kept, key=key, group=group, after=after, limit=limit, floor=floor)

@@ -66,6 +66,7 @@ class CrossSearch:
     similar: SimilarEntries | None = None  # the archive's vectors (MEMLOG_SEARCH_VECTORS): an agent's search fuses
     cursors: Cursors = field(kw_only=True)
     ranker: Ranker | None = field(default=None, kw_only=True)  # where ranking runs; None: in a thread
+    meaning_min: float | None = field(default=None, kw_only=True)  # MEMLOG_SEARCH_MEANING_MIN (conversations.py)
 
     async def agent(
         self, tenant: str, agent: str, query: str, *, ready: Ready = at_once, **options: Any
@@ -111,7 +112,7 @@ class CrossSearch:
             marks, after, documents = decode_cursor(self.cursors, cursor, bound)
         meaning = started(self.similar, tenant, query, agent=agent) if agent is not None and asked.terms else None
         found, cut = await self._candidates(tenant, agent, asked.lookup if asked.terms else [], limit)
-        near = await nearest(meaning, found)  # by meaning too
+        near = await nearest(meaning, found, self.meaning_min)  # by meaning too
         if marks is None:  # the first page: the run's snapshot, of the partitions both lists came from
             marks = await self._snapshot([*found, *(e for _, group in near or () for e in group)])
         if documents is None:
@@ -129,6 +130,7 @@ class CrossSearch:
             group=group,
             key=across_key,
             ranker=self.ranker,
+            floor=self.meaning_min,
         )
         more = len(hits) > limit
         hits = hits[:limit]

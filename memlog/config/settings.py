@@ -292,6 +292,9 @@ class Settings(BaseSettings):
     producer_name: str = Field(default="memlog-api", description="The envelope's producer field.")
     fork_entries: int = Field(default=200, ge=1, description="A fork copies this many newest active entries (004).")
     search_vectors: Literal["none", "e5", "minilm"] = Field(default="none", description="Search by meaning too.")
+    search_meaning_min: float = Field(
+        default=0.84, ge=0, le=1, description="The cosine a nearest exchange must exceed to answer words found nowhere."
+    )
     search_max_candidates: int = Field(
         default=1000,
         ge=1,

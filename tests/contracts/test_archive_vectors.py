@@ -14,6 +14,7 @@ from memlog.adapters.mongo_archives import MongoConversationArchive
 from memlog.adapters.mongo_entries import GROUPS
 from memlog.adapters.mongo_vector_blocks import VECTOR_BLOCKS
 from memlog.app.conversations import Conversations
+from memlog.config.settings import Settings
 from projections.archives import NEVER, plan_archive
 from projections.cursors import Cursors
 from schemas.events import AnswerGiven, QuestionAsked, ThreadFolded, ThreadPurged, ThreadRenamed
@@ -50,8 +51,11 @@ async def _archived(
     return store
 
 
-def _search(store: MongoConversationArchive, vectors: ArchiveVectors | None) -> Conversations:
-    return Conversations(store, None, "test", similar=store if vectors else None, cursors=Cursors(b"k" * 32))
+def _search(
+    store: MongoConversationArchive, vectors: ArchiveVectors | None, floor: float | None = None
+) -> Conversations:
+    similar = store if vectors else None
+    return Conversations(store, None, "test", similar=similar, cursors=Cursors(b"k" * 32), meaning_min=floor)
 
 
 async def _ids(uses: Conversations, query: str, limit: int = 10) -> list[str]:
@@ -106,6 +110,28 @@ async def test_a_query_whose_content_words_occur_nowhere_answers_nothing_with_ve
     assert await _ids(hybrid, "where did I hide my gems?") == []  # the nearest exchange is near, but no word is
     assert await _ids(hybrid, "where did I put it?") == []
     assert "x3" in await _ids(hybrid, "where are the diamonds?")
+
+
+async def test_past_the_meaning_floor_the_nearest_answer_a_question_whose_words_are_nowhere(
+    database: AsyncDatabase[dict[str, Any]], vectors: ArchiveVectors
+) -> None:
+    store = await _archived(database, vectors)
+    question = "where did I hide my gems?"
+    assert (await _ids(_search(store, vectors, floor=0.5), question))[0] == "x3"  # nearest by meaning first
+    assert await _ids(_search(store, vectors, floor=1.0), question) == []  # no cosine exceeds 1
+    default = Settings.model_fields["search_meaning_min"].default  # fitted on questions never discussed
+    assert await _ids(_search(store, vectors, floor=default), "Who won the snowball fight?") == []  # cosine 0.76
+    paged: list[str] = []
+    cursor = None
+    while True:  # a meaning-only answer pages as the fused one does
+        page = await _search(store, vectors, floor=0.5).search(
+            "castle", "session", "ann", question, scope="history", limit=3, radius=0, cursor=cursor
+        )
+        paged += [r["exchange_id"] for r in page["results"]]
+        if (cursor := page["next_cursor"]) is None:
+            break
+    whole = await _ids(_search(store, vectors, floor=0.5), question)
+    assert paged == whole and len(set(whole)) == len(whole) == 7
 
 
 async def test_pages_of_the_fused_ranking_neither_drop_nor_repeat_a_result(

@@ -26,10 +26,11 @@ THREAD = [
 ]
 
 
-def _fused(query: str, near: list[int], after: object = None, limit: int = 10) -> list[str]:
+def _fused(query: str, near: list[int], after: object = None, limit: int = 10, floor: float | None = None) -> list[str]:
     candidates = [e for group in THREAD for e in group]
     lexical = rank(query, candidates, after=None, limit=100)
-    hits = fuse(lexical, [(1.0 - i / 10, THREAD[n]) for i, n in enumerate(near)], key=rank_key, limit=limit)
+    nearest = [(1.0 - i / 10, THREAD[n]) for i, n in enumerate(near)]
+    hits = fuse(lexical, nearest, key=rank_key, limit=limit, floor=floor)
     return [hit.entry.exchange_id or "" for hit in hits]
 
 
@@ -43,6 +44,16 @@ def test_the_nearest_join_what_the_words_found_and_both_lists_lift_an_exchange()
 def test_nothing_found_by_words_is_nothing_found() -> None:
     assert _fused("where are my gems", near=[2, 0]) == []  # no content word occurs: the nearest are no answer
     assert _fused("where did I put it", near=[2]) == []
+
+
+def test_with_no_word_found_the_nearest_answer_alone_only_past_the_floor() -> None:
+    # the nearest's cosine is 1.0, the next 0.9: above the floor they answer, nearest first
+    assert _fused("where are my gems", near=[2, 0], floor=0.95) == ["x2", "x0"]
+    assert _fused("where are my gems", near=[2, 0], floor=1.0) == []  # not past it: nothing found
+    assert _fused("where are my gems", near=[], floor=0.0) == []
+    shown = fuse([], [(0.9, THREAD[2])], key=rank_key, limit=10, floor=0.5)
+    assert shown[0].entry.role == "answer" and shown[0].found.coverage == 0
+    assert _fused("stable", near=[2], floor=1.0)[-1] == "x2"  # with words found, the floor plays no part
 
 
 def test_a_phrase_matched_whole_ranks_first_and_a_vector_only_hit_shows_the_answer() -> None:
