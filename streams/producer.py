@@ -237,6 +237,7 @@ class EventProducer:
                             "events",
                             f"the exchange does not fit one batch of {self._settings.max_message_bytes} bytes",
                         )
+                batch.close()  # complete: sent at once, not after the producer's linger (2.5 ms of a POST's 10)
                 future = await kafka.send_batch(batch, topic, partition=partition)
                 meta = await future
         except TimeoutError as exc:
