@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -27,6 +27,7 @@ from schemas.errors import LogUnavailable, StoreUnavailable
 from schemas.events import PRIVACY_EVENTS
 from streams import shutdown
 from streams.app import create_app
+from streams.batches import ready_batches
 from streams.compaction import compact_on_timer, compact_storage
 from streams.consumer import FaustConsumer
 from streams.faults import FaultHooks
@@ -68,13 +69,10 @@ class FaustDeadLetters:
 def subscribe(
     app: faust.App, topic: Any, projector: Projector[Any], settings: Settings, faults: FaultHooks | None = None
 ) -> None:
-    """One agent per projection. Faust acks a batch when the loop asks for the next one, after the store write."""
-
-    # what the next turn reads is applied within a few ms; the rest may gather larger batches
-    within = settings.sessions_batch_seconds if projector.name == "sessions" else settings.batch_seconds
+    """One agent per projection. A batch is acked when the loop asks for the next one, after the store write."""
 
     async def project(stream: Any) -> None:
-        async for events in stream.take_events(settings.batch_size, within=within):
+        async for events in batches(stream, projector.name, settings):
             if faults is not None:
                 await faults.before_batch()
             await projector.handle(
@@ -85,6 +83,19 @@ def subscribe(
             )
 
     app.agent(topic, name=f"{app.conf.id}.{projector.name}")(project)
+
+
+FIRST = ("sessions", "facts")  # what the next turn reads: batches handed over as soon as nothing more is queued
+
+
+def batches(stream: Any, projection: str, settings: Settings) -> AsyncIterator[Sequence[Any]]:
+    """The agent's batches: at once for what the next turn reads (MEMLOG_SESSIONS_BATCH_SECONDS 0), else
+    gathered for MEMLOG_BATCH_SECONDS (or the sessions' window when one is set)."""
+    if projection in FIRST and settings.sessions_batch_seconds == 0:
+        return ready_batches(stream, settings.batch_size)
+    within = settings.sessions_batch_seconds if projection in FIRST else settings.batch_seconds
+    events: AsyncIterator[Sequence[Any]] = stream.take_events(settings.batch_size, within=within)
+    return events
 
 
 def _headers(message: Any) -> tuple[tuple[str, bytes], ...]:

@@ -176,11 +176,11 @@ class Settings(BaseSettings):
     )
     batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
     sessions_batch_seconds: float = Field(
-        default=0.005,
-        gt=0,
-        description="How long the sessions projection waits to fill a batch: a read with `after=` waits for it "
-        "(bench/freshness.py). Its wake-ups while idle cost a little CPU; the other projections keep "
-        "MEMLOG_BATCH_SECONDS.",
+        default=0.0,
+        ge=0,
+        description="How long the sessions and facts projections wait to fill a batch: a read with `after=` "
+        "waits for it (bench/freshness.py). 0: none, each batch is what is queued when the worker takes it "
+        "(streams/batches.py). The other projections keep MEMLOG_BATCH_SECONDS.",
     )
     worker_session_timeout_seconds: float = Field(
         default=15.0,
