@@ -106,8 +106,10 @@ def folded_names(name: str) -> tuple[str, ...]:
 # One to three separator characters between digits: space, no-break and thin spaces, -, ., /, _, and the
 # typographic dashes. Bounded, so a long run of digits costs a bounded number of steps per start.
 _CARD_SEPARATORS = re.escape(" \u00a0\u2009\u202f\u2007-./_\u2010\u2011\u2012\u2013\u2014")
-# A maximal run of digits and separators, found once (possessive), then cut into groups in Python.
-_CARD_RUN = re.compile(rf"[0-9](?:[{_CARD_SEPARATORS}]{{0,3}}+[0-9]){{12,}}+")
+# A maximal run of digits and separators, found once (possessive), then cut into groups in Python. A run
+# starts only where the next 12 characters are digits or separators (one step in C: a run of 13 digits has
+# 12 such after its first), so most digits, in names and numbers, fail before the run is read.
+_CARD_RUN = re.compile(rf"[0-9](?=[0-9{_CARD_SEPARATORS}]{{12}})(?:[{_CARD_SEPARATORS}]{{0,3}}+[0-9]){{12,}}+")
 _CARD_GROUP = re.compile(rf"[{_CARD_SEPARATORS}]+")
 _THREE_DIGITS = re.compile(r"[0-9]{3}")
 # A card's window: a group and up to 6 more (19 digits are at most 7 groups: 1 + 3 * 6 is past 19).

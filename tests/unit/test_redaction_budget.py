@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from projections.redaction import REDACTED, Redactor
-from projections.secret_phrases import budget, elements
+from projections.secret_phrases import _CARD_RUN, _CARD_SEPARATORS, budget, elements
 from projections.secrets import _assignments, _tokens, luhn, random_looking, unquote
 
 REDACTOR = Redactor.build()
@@ -32,6 +32,20 @@ def textbook_luhn(digits: str) -> bool:
 @given(st.text(alphabet="0123456789", min_size=1, max_size=19))
 def test_the_luhn_check_is_the_textbook_one(digits: str) -> None:
     assert luhn(digits) == textbook_luhn(digits)
+
+
+# The card run without its look-ahead (each digit reads the run): what the guarded one is checked against.
+_UNGUARDED_CARD_RUN = re.compile(rf"[0-9](?:[{_CARD_SEPARATORS}]{{0,3}}+[0-9]){{12,}}+")
+
+
+@given(st.lists(st.sampled_from(["1", "4111", "9", " ", "  ", "    ", "-", "\u2013", "x", "=", "\n", "12345"]), max_size=40))
+@example(["4111", " ", "4111", " ", "4111", " ", "1"])
+@example(["1"] * 12 + ["   ", "1"])
+@example(["x"] + ["1"] * 13)
+def test_the_card_runs_are_those_found_without_the_look_ahead(parts: list[str]) -> None:
+    text = "".join(parts)
+    found = [match.span() for match in _CARD_RUN.finditer(text)]
+    assert found == [match.span() for match in _UNGUARDED_CARD_RUN.finditer(text)]
 
 
 def test_long_ordinary_text_never_reaches_a_budget() -> None:
