@@ -141,6 +141,7 @@ class Redactor:
     _key_sets: dict[tuple[Any, ...], int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _holds_key: Callable[[str], re.Match[str] | None] = field(init=False, repr=False, compare=False)
     _least_keys: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _spelled_keys: re.Pattern[bytes] = field(init=False, repr=False, compare=False)
     _judge: Callable[[str], bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -151,10 +152,13 @@ class Redactor:
         # the listed names that hold no other: a name holds a listed one when it holds one of these
         least = sorted(key for key in self.keys if not any(other != key and other in key for other in self.keys))
         object.__setattr__(self, "_least_keys", tuple(re.compile(re.escape(key)) for key in least))
+        # the same, written in a lower-cased text with the separators a name is compared without between letters
+        object.__setattr__(self, "_spelled_keys", re.compile(_trie_pattern(least, _SEPARATORS).encode("ascii")))
         # what the value detectors are given to tell a secret's name: called for one (in C, no frame of its
         # own), or `among` for many at once (secret_phrases.secret_among)
         judge = partial(self.secret_key)
         setattr(judge, "among", self.secret_among)  # noqa: B010 (a partial takes attributes; typed, it does not)
+        setattr(judge, "runs", self.key_runs)  # noqa: B010
         object.__setattr__(self, "_judge", judge)
 
     @classmethod
@@ -197,6 +201,25 @@ class Redactor:
                 for key in found:
                     held.update(bisect_right(starts, match.start()) - 1 for match in key.finditer(lines))
         return secret | {plain[index] for index in held if self.secret_key(plain[index])}
+
+    def key_runs(self, text: str) -> list[tuple[int, int]] | None:
+        """Where the runs of name characters (ASCII letters, digits, '_', '.', '-', as long as they go) that
+        hold a listed name start and end, in order, found in C: as written or with digits read as letters,
+        and without the separators a name is compared without. Any name written in the text that is a
+        secret's lies in one of them (what secret_among and _secret_key look for first). None for a text
+        that is not ASCII (names folded from other scripts), or past `_MAX_KEY_RUNS` places holding one."""
+        if not text.isascii():
+            return None
+        raw = text.encode("ascii")
+        lowered = raw.lower()
+        found: list[int] = []
+        for spelled in (lowered, lowered.translate(_LEET_BYTES)):
+            found.extend(match.start() for match in self._spelled_keys.finditer(spelled))
+            if len(found) > _MAX_KEY_RUNS:
+                return None
+        edges = raw.translate(_RUN_EDGES)  # a name character kept, any other one a line break
+        runs = {(edges.rfind(b"\n", 0, at) + 1, edges.find(b"\n", at) % (len(raw) + 1)) for at in found}
+        return sorted(runs)
 
     def _secret_key(self, key: str) -> bool:
         if key.isascii() and self._holds_key(_normal(key)) is None and self._holds_key(_normal(leet(key))) is None:
@@ -404,6 +427,15 @@ class Redactor:
         return hidden
 
 
+# More places holding a listed name than this in a text: its names are all collected (key_runs).
+_MAX_KEY_RUNS = 4096
+# What a name is compared without, between the letters of a listed name (spelled in key_runs).
+_SEPARATORS = "[_.-]*+"
+# A name's characters kept, every other byte a line break: the edges of runs of names.
+_RUN_EDGES = bytes.maketrans(
+    bytes(range(256)),
+    bytes(code if code < 128 and (chr(code).isalnum() or chr(code) in "_.-") else 10 for code in range(256)),
+)
 # ASCII signs and spaces a name is compared without (as _normal drops them), and digits read as letters
 _NOT_NAME_BYTES = bytes(code for code in range(128) if not chr(code).isalnum() and code != 10)
 _LEET_BYTES = bytes.maketrans(b"013457@$", b"oieastas")
@@ -441,9 +473,10 @@ def _replace(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
-def _trie_pattern(words: Iterable[str]) -> str:
+def _trie_pattern(words: Iterable[str], between: str = "") -> str:
     """A pattern matching any of the words, written as their tree of prefixes ("pass(?:word|wd)?"): at
-    each position the engine tries a letter's branch, not every word (3 times faster than "|".join)."""
+    each position the engine tries a letter's branch, not every word (3 times faster than "|".join).
+    `between`: a pattern allowed between two letters of a word."""
     tree: dict[str, Any] = {}
     for word in words:
         node = tree
@@ -452,7 +485,7 @@ def _trie_pattern(words: Iterable[str]) -> str:
         node[""] = {}
 
     def pattern(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + pattern(node[char]) for char in sorted(node) if char]
+        branches = [re.escape(char) + _joined(between, pattern(node[char])) for char in sorted(node) if char]
         if not branches:
             return ""
         if "" in node:
@@ -460,6 +493,10 @@ def _trie_pattern(words: Iterable[str]) -> str:
         return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
 
     return pattern(tree)
+
+
+def _joined(between: str, rest: str) -> str:
+    return between + rest if rest and between else rest
 
 
 def _normal(key: str) -> str:

@@ -8,8 +8,7 @@ retried more than a bounded number of steps. Token-shaped secrets are judged tok
 once into maximal runs of token characters, and each run is classified by a prefix table, its shape, its
 base64 content and its randomness, never by a pattern that could rescan a run from every position in it.
 
-Sources of the formats: the providers' documentation of their key formats, and the rules of detect-secrets
-(Yelp, Apache-2.0) and gitleaks (MIT) for the same providers; presidio-analyzer's (MIT) card and email
+The providers' key formats are in projections/secret_providers.py (with their sources); presidio-analyzer's (MIT) card and email
 recognizers for the idea of checking a card number's Luhn digit and network prefix.
 """
 
@@ -24,6 +23,7 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate, chain
 
 from projections import secret_phrases
+from projections.secret_providers import PROVIDER_RULES
 
 Span = tuple[int, int]
 IsSecretName = Callable[[str], bool]
@@ -38,66 +38,6 @@ MAX_DECODED_TOKEN = 65_536
 # Randomness is judged on the start of a token: enough to tell a blob from a path or a name.
 RANDOMNESS_SAMPLE = 256
 
-# Provider keys, matched at the start of a token (so each pattern is tried once per token).
-PROVIDER_RULES: tuple[tuple[str, str], ...] = (
-    ("openai, anthropic, langfuse (sk-...)", r"sk-[A-Za-z0-9_-]{20,}"),
-    ("stripe secret and restricted keys", r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}"),
-    ("stripe webhook secret", r"whsec_[A-Za-z0-9]{20,}"),
-    ("github tokens", r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    ("github fine-grained token", r"github_pat_[A-Za-z0-9_]{40,}"),
-    ("gitlab tokens", r"gl(?:pat|dt|rt|ptt|ft|imt|oas|cbt|soat|ffct|agent)-[A-Za-z0-9_-]{20,}"),
-    ("slack tokens", r"xox[abeoprs]-[A-Za-z0-9-]{10,}"),
-    ("slack rotating token", r"xoxe\.xox[bp]-[A-Za-z0-9-]{10,}"),
-    ("slack app-level token", r"xapp-\d-[A-Za-z0-9-]{10,}"),
-    ("google api key", r"AIza[A-Za-z0-9_-]{35}"),
-    ("google oauth access token", r"ya29\.[A-Za-z0-9_-]{20,}"),
-    ("google oauth client secret", r"GOCSPX-[A-Za-z0-9_-]{20,}"),
-    ("google oauth refresh token", r"1//0[A-Za-z0-9_-]{30,}"),
-    ("aws access key id", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"),
-    ("twilio api key", r"SK[0-9a-fA-F]{32}"),
-    ("sendgrid", r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
-    ("mailgun", r"key-[0-9a-f]{32}"),
-    ("mailchimp", r"[0-9a-f]{32}-us[0-9]{1,2}"),
-    ("npm", r"npm_[A-Za-z0-9]{36}"),
-    ("pypi", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
-    ("hugging face", r"(?:hf_|api_org_)[A-Za-z]{30,}"),
-    ("discord bot token", r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"),
-    ("shopify", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
-    ("digitalocean", r"do[opr]_v1_[a-f0-9]{64}"),
-    ("hashicorp vault", r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
-    ("databricks", r"dapi[a-f0-9]{32}"),
-    ("postman", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
-    ("grafana", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}"),
-    ("linear", r"lin_api_[A-Za-z0-9]{40}"),
-    ("notion", r"secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}"),
-    ("new relic", r"NR(?:AK|II|AA)-[A-Z0-9]{20,}"),
-    ("supabase", r"sbp_[a-f0-9]{40}"),
-    ("groq", r"gsk_[A-Za-z0-9]{48,}"),
-    ("replicate", r"r8_[A-Za-z0-9]{37}"),
-    ("perplexity", r"pplx-[A-Za-z0-9]{40,}"),
-    ("xai", r"xai-[A-Za-z0-9]{70,}"),
-    ("age secret key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
-    ("doppler", r"dp\.(?:st|ct|sa|scim|audit)\.[A-Za-z0-9_.-]{20,}"),
-    ("square", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
-    ("facebook and square access tokens", r"EAA[A-Za-z0-9_-]{60,}"),
-    ("mapbox secret token", r"sk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
-    ("firebase cloud messaging", r"APA91b[A-Za-z0-9_-]{100,}"),
-    ("dropbox", r"sl\.[A-Za-z0-9_.-]{100,}"),
-    ("sentry auth tokens", r"sntry[su]_[A-Za-z0-9+/=_]{40,}"),
-    ("heroku", r"HRKU-[A-Za-z0-9_-]{40,}"),
-    ("azure ad client secret", r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"),
-    ("fly.io", r"fm[12]_[A-Za-z0-9+/=_-]{50,}"),
-    ("docker hub", r"dckr_pat_[A-Za-z0-9_-]{20,}"),
-    ("brevo", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
-    ("figma", r"figd_[A-Za-z0-9_-]{40,}"),
-    ("airtable", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
-    ("langsmith", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
-    ("pinecone", r"pcsk_[A-Za-z0-9_]{40,}"),
-    ("terraform cloud", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}"),
-    ("pulumi", r"pul-[a-f0-9]{40}"),
-    ("netlify", r"nfp_[A-Za-z0-9]{36}"),
-    ("json web token", r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-)
 _PROVIDER = re.compile("|".join(f"(?:{pattern})" for _, pattern in PROVIDER_RULES))
 
 # A token: a maximal run of the characters keys, tokens and base64 are written with ('=' only as padding).
@@ -433,16 +373,21 @@ def _assignments(
 ) -> Iterator[Span]:
     """Values after a secret name. The search resumes after each value taken, so no text is read twice.
     First every name written before a sign is collected in C (from the reversed text, starting at the
-    signs): when none of the distinct names is a secret's, no sign is read one by one; when a few are, only
+    signs; in a long text, only those ending a run of names that holds a listed name, found by the
+    judge's `runs`): when none of the distinct names is a secret's, no sign is read one by one; when a few are, only
     the signs after one of them (found in C), unless `every_sign` (what that is tested against)."""
-    # (the names reversed back and their dashes dropped at once, in C: the lines of their joined text)
-    names = set(_LEADING_DASHES.sub("", "\n".join(set(_NAMES_BEFORE_SIGNS.findall(reversed_text)))[::-1]).split("\n"))
+    names = _names_holding_keys(text, is_secret_name)
+    every_name = names is None
+    if names is None:
+        names = _names_before_signs(reversed_text)
     secret = secret_phrases.secret_among(names, is_secret_name)
     if not secret:
         return
     size = len(text)
     position = 0
     spots = None if every_sign else _signs_after(text, secret)
+    if spots is None and not every_name:  # every sign read: the names known not to be secrets' are skipped
+        names = _names_before_signs(reversed_text)
     while (sign := _SIGN.search(text, position) if spots is None else _next_sign(text, spots, position)) is not None:
         position = sign.end()
         named = _NAME_REVERSED.match(reversed_text, size - sign.start())
@@ -458,6 +403,32 @@ def _assignments(
         if span is not None:
             position = max(position, span[1])
             yield span
+
+
+def _names_before_signs(reversed_text: str) -> set[str]:
+    """Every name written before a sign (read in the reversed text: reversed back and their dashes dropped at
+    once, in C, as the lines of their joined text)."""
+    return set(_LEADING_DASHES.sub("", "\n".join(set(_NAMES_BEFORE_SIGNS.findall(reversed_text)))[::-1]).split("\n"))
+
+
+# Texts shorter than this have their names collected all at once (few names: no need to look for runs).
+_FEW_CHARS = 4096
+# What may stand between a name and its sign (as _NAMES_BEFORE_SIGNS reads it from the sign): a superset.
+_TO_SIGN = re.compile(r"\\?[\"'`]?[ \t]{0,8}[=:]")
+
+
+def _names_holding_keys(text: str, is_secret_name: IsSecretName) -> set[str] | None:
+    """The names before signs that hold a listed name (a superset of the secret ones among those
+    _names_before_signs collects), from the runs of names the judge finds holding one (`runs`, as a
+    Redactor's does, in C): a name before a sign is the end of such a run, at most 66 characters, its
+    dashes dropped. None when the judge offers no runs or finds too many, or for a short text."""
+    runs: Callable[[str], list[Span] | None] | None = getattr(is_secret_name, "runs", None)
+    if runs is None or len(text) < _FEW_CHARS:
+        return None
+    found = runs(text)
+    if found is None:
+        return None
+    return {text[max(start, end - 66) : end].lstrip("-") for start, end in found if _TO_SIGN.match(text, end)}
 
 
 # Characters a name may hold that the reading of a name before a sign may stop after (so it could read a

@@ -38,7 +38,11 @@ def test_the_luhn_check_is_the_textbook_one(digits: str) -> None:
 _UNGUARDED_CARD_RUN = re.compile(rf"[0-9](?:[{_CARD_SEPARATORS}]{{0,3}}+[0-9]){{12,}}+")
 
 
-@given(st.lists(st.sampled_from(["1", "4111", "9", " ", "  ", "    ", "-", "\u2013", "x", "=", "\n", "12345"]), max_size=40))
+@given(
+    st.lists(
+        st.sampled_from(["1", "4111", "9", " ", "  ", "    ", "-", "\u2013", "x", "=", "\n", "12345"]), max_size=40
+    )
+)
 @example(["4111", " ", "4111", " ", "4111", " ", "1"])
 @example(["1"] * 12 + ["   ", "1"])
 @example(["x"] + ["1"] * 13)
@@ -227,3 +231,33 @@ def test_the_signs_after_secret_names_find_what_reading_every_sign_finds(parts: 
     text = "".join(parts)
     found = sorted(_assignments(text, text[::-1], REDACTOR.secret_key))
     assert found == sorted(_assignments(text, text[::-1], REDACTOR.secret_key, every_sign=True))
+
+
+NAMED_PARTS = st.sampled_from(
+    [
+        *(
+            "password",
+            "P4ss_w0rd",
+            "to.k3n",
+            "conn_str",
+            "CONN-STR",
+            "s.e.s.s.i.o.n",
+            "k1",
+            "x",
+            "-pw",
+            "a" * 70 + "key",
+        ),
+        *("=", ":", "=>", ":=", " ", "\t", '"', "'", '\\"', "-", "\n", "?", "&", "hunter2", "${x}", "@"),
+    ]
+)
+
+
+@given(st.lists(NAMED_PARTS, max_size=30))
+@example(["P4ss_w0rd", "=", "hunter2"])
+@example(["conn_str", '\\"', " ", ":", "x"])
+@example(["a" * 70 + "key", "=", "x"])
+@example(["key_" + "a" * 58, "=", "x"])  # a long name: its first word is read
+def test_the_names_from_runs_holding_a_listed_name_find_what_collecting_every_name_finds(parts: list[str]) -> None:
+    text = " " * 4096 + "".join(parts)  # long enough for the runs to be looked for
+    found = sorted(_assignments(text, text[::-1], REDACTOR._judge))
+    assert found == sorted(_assignments(text, text[::-1], REDACTOR.secret_key))  # (a plain judge: every name)
