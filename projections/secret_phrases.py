@@ -209,126 +209,16 @@ _JOINERS = frozenset(
 # Words allowed between the joiner and the value: "is now x", "is still x".
 _FILLERS = frozenset({"now", "still", "just", "actually", "simply", "currently", "literally", "set", "changed"})
 # A value that is one of these, or reads like a verb's participle or an adverb, is prose about the secret.
-_NOT_A_VALUE = frozenset(
-    {
-        "the",
-        "a",
-        "an",
-        "my",
-        "your",
-        "our",
-        "his",
-        "her",
-        "its",
-        "their",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "not",
-        "no",
-        "also",
-        "always",
-        "never",
-        "only",
-        "required",
-        "wrong",
-        "incorrect",
-        "invalid",
-        "correct",
-        "expired",
-        "weak",
-        "strong",
-        "long",
-        "short",
-        "missing",
-        "empty",
-        "blank",
-        "case",
-        "same",
-        "different",
-        "unknown",
-        "new",
-        "old",
-        "simple",
-        "easy",
-        "hard",
-        "safe",
-        "secret",
-        "hidden",
-        "private",
-        "stored",
-        "saved",
-        "sent",
-        "shown",
-        "masked",
-        "here",
-        "there",
-        "below",
-        "above",
-        "what",
-        "which",
-        "who",
-        "used",
-        "needed",
-        "in",
-        "on",
-        "at",
-        "for",
-        "of",
-        "by",
-        "with",
-        "from",
-        "into",
-        "and",
-        "or",
-        "but",
-        "if",
-        "too",
-        "very",
-        "so",
-        "more",
-        "less",
-        "least",
-        "most",
-        "at-least",
-        "enough",
-        "changed",
-        "reset",
-        "rotated",
-        "set",
-        "updated",
-        "being",
-        "been",
-        "going",
-        "ok",
-        "okay",
-        "fine",
-        "good",
-        "bad",
-        "great",
-        "secure",
-        "insecure",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "twelve",
-        "characters",
-        "letters",
-        "digits",
-        "protected",
-        "encrypted",
-        "hashed",
-    }
+_NOT_A_VALUE_WORDS = (
+    "the a an my your our his her its their this that these those it not no also always never only required "
+    "wrong incorrect invalid correct expired weak strong long short missing empty blank case same different "
+    "unknown new old simple easy hard safe secret hidden private stored saved sent shown masked here there "
+    "below above what which who used needed in on at for of by with from into and or but if too very so more "
+    "less least most at-least enough changed reset rotated set updated being been going ok okay fine good bad "
+    "great secure insecure one two three four five six seven eight nine ten twelve characters letters digits "
+    "protected encrypted hashed"
 )
+_NOT_A_VALUE = frozenset(_NOT_A_VALUE_WORDS.split())
 # Before a name, these make it a particular one: "my password", "the wifi password", "her pin".
 _OWNER = re.compile(
     r"(?<![a-z])(?:my|our|your|his|her|their|the|this|its|new|wifi|wi-fi|admin|root|account|email)"
@@ -560,7 +450,7 @@ def _candidates(text: str, is_secret_name: IsSecretName) -> Iterator[int] | None
     naming attributes' values are judged once each, then only the tags holding a secret one are searched
     for, lazily (the reading stops at its budget). None when there are too many distinct secret names to
     search for, or naming values to keep."""
-    names = set(_TAG.findall(text))
+    names = _tag_names(text, is_secret_name)
     found: list[Iterator[int]] = []
     # ns:Token is judged as Token
     local = {name: name.rsplit(":", 1)[-1] for name in names if ":" in name} if ":" in "".join(names) else {}
@@ -584,6 +474,25 @@ def _candidates(text: str, is_secret_name: IsSecretName) -> Iterator[int] | None
         valued = [positions for value, positions in where.items() if value in secret]
         found.append(text.rfind("<", 0, position) for position in heapq.merge(*valued))
     return heapq.merge(*found)
+
+
+def _tag_names(text: str, is_secret_name: IsSecretName) -> set[str]:
+    """The distinct tag names, or in a long text only those whose last part (after a ':') starts a run of
+    names holding a listed name (the judge's `runs`, found in C): the others are no secret's."""
+    runs: Callable[[str], list[Span] | None] | None = getattr(is_secret_name, "runs", None)
+    found = runs(text) if runs is not None and len(text) >= _FEW_CHARS else None
+    if found is None:
+        return set(_TAG.findall(text))
+    names: set[str] = set()
+    for start, _ in found:
+        opening = text.rfind("<", max(0, start - 65), start) if start > 0 and text[start - 1] in "<:" else -1
+        tag = _TAG.match(text, opening) if opening >= 0 else None  # (a tag's name holds no '<': its own)
+        if tag is not None:
+            names.add(tag.group(1))
+    return names
+
+
+_FEW_CHARS = 4096  # a shorter text has its few tag names collected at once
 
 
 def _content(text: str, start: int) -> Span | None:

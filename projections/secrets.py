@@ -8,8 +8,8 @@ retried more than a bounded number of steps. Token-shaped secrets are judged tok
 once into maximal runs of token characters, and each run is classified by a prefix table, its shape, its
 base64 content and its randomness, never by a pattern that could rescan a run from every position in it.
 
-The providers' key formats are in projections/secret_providers.py (with their sources); presidio-analyzer's (MIT) card and email
-recognizers for the idea of checking a card number's Luhn digit and network prefix.
+The providers' key formats are in projections/secret_providers.py, with their sources. presidio-analyzer's
+(MIT) card and email recognizers gave the idea of checking a card number's Luhn digit and network prefix.
 """
 
 from __future__ import annotations

@@ -137,6 +137,17 @@ def test_the_candidate_tags_find_what_reading_every_tag_finds(parts: list[str]) 
     assert found == sorted(elements(text, REDACTOR.secret_key, every_tag=True))
 
 
+@given(
+    st.lists(st.one_of(MARKUP, st.sampled_from(["<P4ss_w0rd>", "<a:b:to.k3n>", "<x:", "<k1>", ":key>"])), max_size=24)
+)
+@example(["<" + "a" * 60 + ":token>"])  # the name cut at 64 characters: "...:tok" is no secret's
+@example(["<a:b:to.k3n>", "x", "</a:b:to.k3n>"])
+@example(["<" + "a" * 40 + ":token>", "x"])
+def test_the_tag_names_from_runs_holding_a_listed_name_find_what_every_tag_name_finds(parts: list[str]) -> None:
+    text = " " * 4096 + "".join(parts)  # long enough for the runs to be looked for
+    assert sorted(elements(text, REDACTOR._judge)) == sorted(elements(text, REDACTOR.secret_key))
+
+
 _KEY_CHARS = string.ascii_letters + string.digits
 _PROVIDER_KEYS = (
     *("sk-" + "aB3" * 8, "ghp_" + "x1Y" * 12, "xoxb-" + "1a" * 6, "AKIA" + "Q7" * 8, "SG." + "ab" * 9 + "." + "cd" * 9),
