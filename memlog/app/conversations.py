@@ -195,12 +195,14 @@ class Conversations:
         if cursor:
             snapshot, position = decode_cursor(self.cursors, cursor, bound, None)
             after, documents = search_position(position)
-        else:
-            if conversation is not None:
-                await self.known(ConversationRef(tenant, thread, owner, conversation))
+        elif conversation is not None:
+            await self.known(ConversationRef(tenant, thread, owner, conversation))
+        # the question's vector and the scope's nearest, meanwhile: the snapshot's read, the candidates'
+        meaning = started(self.similar, tenant, query, thread=(thread, owner)) if asked.terms else None
+        if not cursor:
             snapshot = await self.snapshot(tenant, thread, owner)
         candidates: list[Entry] = []
-        cut, meaning = False, started(self.similar, tenant, query, thread=(thread, owner)) if asked.terms else None
+        cut = False
         if asked.terms:  # no word at all: nothing the index can find, and the archive is never read whole
             # a common word's exchanges cut to those where it weighs most (postings), the result partial
             found, cut = await self.store.bounded_candidates(
