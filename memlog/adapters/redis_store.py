@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -12,6 +13,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
+    NoScriptError,
     OutOfMemoryError,
     ReadOnlyError,
     RedisError,
@@ -238,19 +240,23 @@ class RedisSessionStore:
             if self._cluster:
                 replies = await self._write_on_cluster(by_thread, calls, newest, shared)
             else:
-                async with self._redis.pipeline(transaction=False) as pipe:
+
+                def thread_writes(pipe: Any) -> None:
                     for keys, args in calls:
-                        await self._write_thread(keys=keys, args=args, client=pipe)
+                        self._evalsha(pipe, self._write_thread, keys, args)
                     if not shared:
-                        await self._advance_all(pipe, newest)
-                    replies = await pipe.execute()
+                        self._advance_all(pipe, newest)
+
+                replies = await self._scripted(thread_writes)
                 if shared:
                     # a second round trip: the lines indexes of everyone in a shared thread follow its
                     # expiry, which the writes may have moved; the checkpoints move only after them
-                    async with self._redis.pipeline(transaction=False) as pipe:
+
+                    def indexes_then_checkpoints(pipe: Any) -> None:
                         self._keep_all_indexes(pipe, by_thread, replies)
-                        await self._advance_all(pipe, newest)
-                        await pipe.execute()
+                        self._advance_all(pipe, newest)
+
+                    await self._scripted(indexes_then_checkpoints)
         applied = [True] * len(writes)
         for indexes, reply in zip(by_thread.values(), replies[: len(by_thread)], strict=True):
             for index, flag in zip(indexes, reply[0], strict=True):
@@ -292,9 +298,31 @@ class RedisSessionStore:
             await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset])
         return replies
 
-    async def _advance_all(self, pipe: Any, newest: dict[tuple[str, int], int]) -> None:
+    def _advance_all(self, pipe: Any, newest: dict[tuple[str, int], int]) -> None:
         for (topic, partition), offset in newest.items():
-            await self._advance(keys=[self._checkpoints(topic)], args=[partition, offset], client=pipe)
+            self._evalsha(pipe, self._advance, [self._checkpoints(topic)], [partition, offset])
+
+    @staticmethod
+    def _evalsha(pipe: Any, script: Any, keys: list[str], args: list[Any]) -> None:
+        """The script's call added to `pipe` by its digest alone: redis-py's own way (`script(client=pipe)`)
+        makes the pipeline ask SCRIPT EXISTS first, a round trip more on every write (issue 38)."""
+        pipe.evalsha(script.sha, len(keys), *keys, *args)
+
+    async def _scripted(self, fill: Callable[[Any], None]) -> list[Any]:
+        """One round trip: the pipeline `fill` makes. A Redis that has lost the scripts (restarted, SCRIPT
+        FLUSH) answers NOSCRIPT to every call in it: they are loaded and the pipeline sent again, which
+        applies nothing twice (each write and checkpoint move is idempotent by its position)."""
+        for attempt in range(2):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                fill(pipe)
+                try:
+                    return list(await pipe.execute())
+                except NoScriptError:
+                    if attempt:
+                        raise
+            for script in (self._write_thread, self._advance):
+                script.sha = await self._redis.script_load(script.script)
+        raise AssertionError("unreachable")
 
     def _keep_indexes(self, pipe: Any, key: ThreadKey, expires_at: int, askers: list[str]) -> None:
         """Each asker's lines index names the thread and lives at least until the thread expires."""

@@ -13,6 +13,7 @@ from memlog.adapters.redis_signals import AppliedSignals, glob_escaped
 from memlog.adapters.redis_store import RedisSessionStore
 from memlog.config.settings import Settings
 from projections.position import Position
+from projections.session import SessionWrite
 
 
 @pytest.fixture
@@ -61,3 +62,17 @@ async def test_a_checkpoint_move_wakes_a_waiter_and_a_replayed_one_does_not(
 
 def test_an_app_id_is_matched_as_it_is() -> None:
     assert glob_escaped("memlog-a*[b]?\\") == "memlog-a\\*\\[b\\]\\?\\\\"
+
+
+async def test_a_write_to_a_redis_that_lost_its_scripts_loads_them_and_lands_once(
+    store: tuple[RedisSessionStore, AppliedSignals],
+) -> None:
+    """The write pipeline calls the scripts by digest alone (no SCRIPT EXISTS before it): a NOSCRIPT
+    answer (a restarted or flushed Redis) loads them and sends the pipeline again."""
+    sessions, _ = store
+    sessions._advance.sha = "0" * 40  # a digest Redis does not hold, as after SCRIPT FLUSH
+    await sessions.write([SessionWrite(Position("threads", 1, 41))], now_ms=0)
+    assert await sessions.applied("threads", 1) == 41
+    assert sessions._advance.sha != "0" * 40
+    await sessions.write([SessionWrite(Position("threads", 1, 40))], now_ms=0)  # redelivered: no move back
+    assert await sessions.applied("threads", 1) == 41
