@@ -76,7 +76,7 @@ def build_projections(
     # the projectors of the threads topic, by the names `add` gives them below
     readers = {"facts": "facts-activity", "sessions": "sessions", "archives": "archive"}
     threads = [name for short, name in readers.items() if short in which]
-    shared = {"threads": SharedReads(threads)} if share_reads and len(threads) > 1 else {}
+    shared = {"threads": SharedReads(threads, first=("sessions",))} if share_reads and len(threads) > 1 else {}
 
     def add(name: str, topic: str, accepts: tuple[type[Any], ...], step: Any, checkpoints: Checkpoints) -> None:
         if settings.drill_step_delays.get(name):

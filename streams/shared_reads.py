@@ -38,8 +38,11 @@ class SharedReads:
     """What the records of one topic read as, kept for the other projections (`readers`, by name) of this
     process that have not passed them yet."""
 
-    def __init__(self, readers: Sequence[str], max_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, readers: Sequence[str], max_bytes: int = MAX_BYTES, *, first: Sequence[str] = ()) -> None:
+        """`first`: readers that never wait for another's read in progress (`reading`): they read for
+        themselves meanwhile (the sessions, which the next turn reads)."""
         self.readers = tuple(readers)
+        self.first = frozenset(first)
         self._max_bytes = max_bytes
         self._kept: dict[tuple[int, int], _Kept] = {}  # (partition, offset), oldest first
         self._bytes = 0

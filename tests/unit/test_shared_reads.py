@@ -145,3 +145,67 @@ async def test_what_a_lagging_reader_has_not_taken_is_let_go_past_the_bound() ->
     second = Applied()
     await projector("archive", sealer, shared, second).handle(batch)
     assert len(second.events) == 50 and shared.hits == 10 and len(shared) == 0
+
+
+class GatedVault(InMemoryKeyVault):
+    """A vault that answers nothing while `gate` is closed: a read waiting on it holds `reading`."""
+
+    def __init__(self, master: bytes) -> None:
+        super().__init__(master)
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.asked = asyncio.Event()
+
+    async def keys_by_id(self, key_ids: list[str]) -> dict[str, bytes]:
+        self.asked.set()
+        await self.gate.wait()
+        return await super().keys_by_id(key_ids)
+
+
+async def test_the_sessions_do_not_wait_behind_another_projections_read_on_the_vault() -> None:
+    vault = GatedVault(os.urandom(32))
+    writer = Sealer(vault)
+    ann_before = await sealed_records(writer, "ann", 3)
+    bob = await sealed_records(writer, "bob", 3, first=3)
+    ann_after = await sealed_records(writer, "ann", 3, first=6)
+    sealer = Sealer(vault)  # the worker's: ann's key cached by the sessions' first batch, bob's not
+    shared = SharedReads(("sessions", "archive"), first=("sessions",))
+    sessions, archive = Applied(), Applied()
+    await projector("sessions", sealer, shared, sessions).handle(ann_before)
+    vault.gate.clear()
+    vault.asked.clear()
+    stuck = asyncio.create_task(projector("archive", sealer, shared, archive).handle(bob))
+    await vault.asked.wait()  # the archive holds `reading`, waiting on the vault for bob's key
+    assert shared.reading.locked()
+    # a hang guard, not a timing check: without `first` this waits until the vault answers, never here
+    await asyncio.wait_for(projector("sessions", sealer, shared, sessions).handle(ann_after), 30)
+    assert [e.question for e in sessions.events] == [f"question {n}" for n in (0, 1, 2, 6, 7, 8)]
+    assert not stuck.done()
+    vault.gate.set()
+    await stuck
+    assert [e.question for e in archive.events] == ["question 3", "question 4", "question 5"]
+    unshared = Applied()
+    await projector("alone", Sealer(vault), None, unshared).handle(ann_after)
+    assert sessions.events[3:] == unshared.events  # what it read for itself is what a fresh read gives
+
+
+async def test_without_first_the_sessions_wait_for_the_read_in_progress() -> None:
+    vault = GatedVault(os.urandom(32))
+    writer = Sealer(vault)
+    ann = await sealed_records(writer, "ann", 3)
+    bob = await sealed_records(writer, "bob", 3, first=3)
+    sealer = Sealer(vault)
+    shared = SharedReads(("sessions", "archive"))
+    sessions, archive = Applied(), Applied()
+    await projector("sessions", sealer, shared, sessions).handle(ann)
+    vault.gate.clear()
+    vault.asked.clear()
+    stuck = asyncio.create_task(projector("archive", sealer, shared, archive).handle(bob))
+    await vault.asked.wait()
+    waiting = asyncio.create_task(projector("sessions", sealer, shared, sessions).handle(ann))
+    for _ in range(20):  # loop turns: the sessions' read is queued on `reading`
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    vault.gate.set()
+    await asyncio.gather(stuck, waiting)
+    assert len(sessions.events) == 6 and len(archive.events) == 3
