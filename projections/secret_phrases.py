@@ -477,10 +477,11 @@ def _candidates(text: str, is_secret_name: IsSecretName) -> Iterator[int] | None
 
 
 def _tag_names(text: str, is_secret_name: IsSecretName) -> set[str]:
-    """The distinct tag names, or in a long text only those whose last part (after a ':') starts a run of
-    names holding a listed name (the judge's `runs`, found in C): the others are no secret's."""
+    """The distinct tag names, or in a long text dense with tags only those whose last part (after a ':')
+    starts a run of names holding a listed name (the judge's `runs`, found in C): the others are no secret's."""
     runs: Callable[[str], list[Span] | None] | None = getattr(is_secret_name, "runs", None)
-    found = runs(text) if runs is not None and len(text) >= _FEW_CHARS else None
+    dense = len(text) >= _FEW_CHARS and text.count("<") * _DENSE >= len(text)
+    found = runs(text) if runs is not None and dense else None
     if found is None:
         return set(_TAG.findall(text))
     names: set[str] = set()
@@ -492,7 +493,10 @@ def _tag_names(text: str, is_secret_name: IsSecretName) -> set[str]:
     return names
 
 
-_FEW_CHARS = 4096  # a shorter text has its few tag names collected at once
+# A shorter text, or one with tags further apart than _DENSE characters on average, has its few tag names
+# collected at once (cheaper than looking for the runs holding a listed name, a pass over every byte).
+_FEW_CHARS = 4096
+_DENSE = 32
 
 
 def _content(text: str, start: int) -> Span | None:

@@ -411,8 +411,11 @@ def _names_before_signs(reversed_text: str) -> set[str]:
     return set(_LEADING_DASHES.sub("", "\n".join(set(_NAMES_BEFORE_SIGNS.findall(reversed_text)))[::-1]).split("\n"))
 
 
-# Texts shorter than this have their names collected all at once (few names: no need to look for runs).
+# Texts shorter than this, or with signs further apart than _DENSE characters on average, have every name
+# collected (few names); in the others, looking for the runs of names holding a listed name (a pass in C
+# over every byte) costs less than collecting and normalising every name.
 _FEW_CHARS = 4096
+_DENSE = 32
 # What may stand between a name and its sign (as _NAMES_BEFORE_SIGNS reads it from the sign): a superset.
 _TO_SIGN = re.compile(r"\\?[\"'`]?[ \t]{0,8}[=:]")
 
@@ -421,9 +424,9 @@ def _names_holding_keys(text: str, is_secret_name: IsSecretName) -> set[str] | N
     """The names before signs that hold a listed name (a superset of the secret ones among those
     _names_before_signs collects), from the runs of names the judge finds holding one (`runs`, as a
     Redactor's does, in C): a name before a sign is the end of such a run, at most 66 characters, its
-    dashes dropped. None when the judge offers no runs or finds too many, or for a short text."""
+    dashes dropped. None when the judge offers no runs or finds too many, or for a short or sparse text."""
     runs: Callable[[str], list[Span] | None] | None = getattr(is_secret_name, "runs", None)
-    if runs is None or len(text) < _FEW_CHARS:
+    if runs is None or len(text) < _FEW_CHARS or (text.count("=") + text.count(":")) * _DENSE < len(text):
         return None
     found = runs(text)
     if found is None:

@@ -144,7 +144,7 @@ def test_the_candidate_tags_find_what_reading_every_tag_finds(parts: list[str]) 
 @example(["<a:b:to.k3n>", "x", "</a:b:to.k3n>"])
 @example(["<" + "a" * 40 + ":token>", "x"])
 def test_the_tag_names_from_runs_holding_a_listed_name_find_what_every_tag_name_finds(parts: list[str]) -> None:
-    text = " " * 4096 + "".join(parts)  # long enough for the runs to be looked for
+    text = "<a>" * 1400 + "".join(parts)  # long and dense with tags: the runs are looked for
     assert sorted(elements(text, REDACTOR._judge)) == sorted(elements(text, REDACTOR.secret_key))
 
 
@@ -269,6 +269,6 @@ NAMED_PARTS = st.sampled_from(
 @example(["a" * 70 + "key", "=", "x"])
 @example(["key_" + "a" * 58, "=", "x"])  # a long name: its first word is read
 def test_the_names_from_runs_holding_a_listed_name_find_what_collecting_every_name_finds(parts: list[str]) -> None:
-    text = " " * 4096 + "".join(parts)  # long enough for the runs to be looked for
+    text = "k=1 " * 1024 + "".join(parts)  # long and dense with signs: the runs are looked for
     found = sorted(_assignments(text, text[::-1], REDACTOR._judge))
     assert found == sorted(_assignments(text, text[::-1], REDACTOR.secret_key))  # (a plain judge: every name)
