@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import Any
 
 from projections import secret_phrases, secrets
@@ -214,8 +214,8 @@ class Redactor:
         lowered = raw.lower()
         found: list[int] = []
         for spelled in (lowered, lowered.translate(_LEET_BYTES)):
-            found.extend(match.start() for match in self._spelled_keys.finditer(spelled))
-            if len(found) > _MAX_KEY_RUNS:
+            found.extend(match.start() for match in islice(self._spelled_keys.finditer(spelled), _MAX_KEY_RUNS + 1))
+            if len(found) > _MAX_KEY_RUNS:  # (a text dense with them: read no further)
                 return None
         edges = raw.translate(_RUN_EDGES)  # a name character kept, any other one a line break
         runs = {(edges.rfind(b"\n", 0, at) + 1, edges.find(b"\n", at) % (len(raw) + 1)) for at in found}
