@@ -210,26 +210,29 @@ def _groups(pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | N
 
 def _encoded_query_values(text: str, depth: int, is_secret_name: IsSecretName) -> Iterator[Span]:
     """Query values holding a secret once percent-decoded. The values holding an escape are decoded together,
-    one to a line, _QUERY_BATCH at a time, and searched once a batch; what that finds is mapped back to the
-    values it lies in, so a text of many encoded values costs one decoding and one search. A value that
+    one to a line (each distinct value once), _QUERY_BATCH at a time, and searched once a batch; what that
+    finds is mapped back to the values it lies in, so a text of many encoded values costs one decoding and
+    one search. A value that
     decodes to a line break (%0A) is searched alone; past `budget` of those, the rest of them at once, and
     so past `budget` values found (then the batches left are not searched)."""
     encoded = [value for value in _QUERY_VALUE.findall(text) if "%" in value]
     where = [index for index, value in enumerate(encoded) if "%0A" not in value and "%0a" not in value]
-    hit: set[int] = set()  # indexes in `encoded`
+    values = list(dict.fromkeys(encoded[index] for index in where))  # each distinct one searched once
+    found_in: set[str] = set()  # values found to hold a secret
     left = secret_phrases.budget(text)
-    for batch in range(0, len(where), _QUERY_BATCH):  # (a text dense with values found: the rest at once)
-        lines = where[batch : batch + _QUERY_BATCH]
-        decoded = _unquote_loose("\n".join(encoded[index] for index in lines))
+    for batch in range(0, len(values), _QUERY_BATCH):  # (a text dense with values found: the rest at once)
+        lines = values[batch : batch + _QUERY_BATCH]
+        decoded = _unquote_loose("\n".join(lines))
         found = find(decoded, is_secret_name, depth + 1)
         if found:
             starts = list(accumulate((len(line) + 1 for line in decoded.split("\n")[:-1]), initial=0))
             for start, end in found:
                 first = bisect_right(starts, start) - 1
-                hit.update(lines[first : max(first + 1, bisect_right(starts, end - 1))])
-        if len(hit) > left:
-            hit.update(where[batch + _QUERY_BATCH :])
+                found_in.update(lines[first : max(first + 1, bisect_right(starts, end - 1))])
+        if len(found_in) > left:
+            found_in.update(values[batch + _QUERY_BATCH :])
             break
+    hit = {index for index in where if encoded[index] in found_in} if found_in else set()  # in `encoded`
     for index, value in enumerate(encoded) if len(where) < len(encoded) else ():
         if "%0A" in value or "%0a" in value:
             left -= 1

@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 
 from projections.redaction import REDACTED, Redactor
 from projections.secret_phrases import _CARD_RUN, _CARD_SEPARATORS, budget, elements
-from projections.secrets import _assignments, _tokens, luhn, random_looking, unquote
+from projections.secrets import (
+    _QUERY_VALUE,
+    _assignments,
+    _encoded_query_values,
+    _tokens,
+    luhn,
+    random_looking,
+    unquote,
+)
 
 REDACTOR = Redactor.build()
 
@@ -272,3 +280,15 @@ def test_the_names_from_runs_holding_a_listed_name_find_what_collecting_every_na
     text = "k=1 " * 1024 + "".join(parts)  # long and dense with signs: the runs are looked for
     found = sorted(_assignments(text, text[::-1], REDACTOR._judge))
     assert found == sorted(_assignments(text, text[::-1], REDACTOR.secret_key))  # (a plain judge: every name)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["%41%42", "x%20y", "my%20password%20is%20hunter2%21", "k%3Dghp_" + "a1B2" * 9]), max_size=300
+    )
+)
+def test_each_distinct_query_value_is_searched_once_and_every_place_of_it_found(values: list[str]) -> None:
+    text = "".join(f"?q={value}&" for value in values)
+    secret = {"my%20password%20is%20hunter2%21", "k%3Dghp_" + "a1B2" * 9}
+    expected = [match.span(1) for match in _QUERY_VALUE.finditer(text) if match.group(1) in secret]
+    assert sorted(_encoded_query_values(text, 0, REDACTOR._judge)) == expected
