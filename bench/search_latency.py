@@ -13,8 +13,10 @@ does). Each question is asked once (the question cache is never hit), interleave
   no neighbours, as bench/search_eval.py asks), ranking in the API's ranking processes;
 - `raw agent`, `agent words`, `agent e5`: the same for the agent's search across its threads;
 - the parts of an e5 search: the question's vector (`encode`), the scope's vectors (`vectors thread`,
-  `vectors agent`), and the nearest read whole (`nearest thread`, `nearest agent`: vectors, encode in
-  parallel, compare, the 40 nearest groups read).
+  `vectors agent`; `groups thread`, `groups agent`: the read that gave them before `vector_blocks`, the
+  scope's group documents, which SecantusDB reads whole whatever the projection), and the nearest
+  read whole (`nearest thread`, `nearest agent`: vectors, encode in parallel, compare, the 40 nearest
+  groups read).
 
     MEMLOG_HOME=... OMP_WAIT_POLICY=passive python -m bench.search_latency [--rounds 100] [--passages e5]
 
@@ -215,6 +217,13 @@ async def main(settings: Settings, rounds: int, passages: str) -> None:
                 {"tenant": TENANT, "agent": AGENT}, vectors.scan, settings.search_max_time_ms
             )
 
+        async def before_thread(i: int) -> Any:  # the read before vector_blocks: the scope's groups, whole
+            scope = {"tenant": TENANT, "thread": "session", "owner": owners[i]}
+            return await groups.find(scope, {"v": 1}).limit(vectors.scan).to_list()
+
+        async def before_agent(_: int) -> Any:
+            return await groups.find({"tenant": TENANT, "agent": AGENT}, {"v": 1}).limit(vectors.scan).to_list()
+
         async def nearest_thread(i: int) -> Any:
             return await store.nearest(TENANT, asked["nt"][i], thread=("session", owners[i]), agent=None, limit=40)
 
@@ -231,6 +240,8 @@ async def main(settings: Settings, rounds: int, passages: str) -> None:
             "encode": encode,
             "vectors thread": vectors_thread,
             "vectors agent": vectors_agent,
+            "groups thread": before_thread,
+            "groups agent": before_agent,
             "nearest thread": nearest_thread,
             "nearest agent": nearest_agent,
         }
