@@ -90,12 +90,10 @@ FIRST = ("sessions", "facts")  # what the next turn reads: batches handed over a
 
 def batches(stream: Any, projection: str, settings: Settings) -> AsyncIterator[Sequence[Any]]:
     """The agent's batches: at once for what the next turn reads (MEMLOG_SESSIONS_BATCH_SECONDS 0), else
-    gathered for MEMLOG_BATCH_SECONDS (or the sessions' window when one is set)."""
-    if projection in FIRST and settings.sessions_batch_seconds == 0:
-        return ready_batches(stream, settings.batch_size)
+    gathered for MEMLOG_BATCH_SECONDS (or the sessions' window when one is set) from the batch's first
+    event; no timer runs while the agent is idle (streams/batches.py)."""
     within = settings.sessions_batch_seconds if projection in FIRST else settings.batch_seconds
-    events: AsyncIterator[Sequence[Any]] = stream.take_events(settings.batch_size, within=within)
-    return events
+    return ready_batches(stream, settings.batch_size, within)
 
 
 def _headers(message: Any) -> tuple[tuple[str, bytes], ...]:

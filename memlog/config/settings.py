@@ -174,7 +174,9 @@ class Settings(BaseSettings):
         description="Drills only: seconds a named projection (sessions, archive, facts, facts-activity, "
         "traces, privacy) waits before each batch, to rehearse a slow projection and stops mid-stream.",
     )
-    batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent waits to fill a batch.")
+    batch_seconds: float = Field(
+        default=0.05, gt=0, description="How long an agent waits to fill a batch, from its first event."
+    )
     sessions_batch_seconds: float = Field(
         default=0.0,
         ge=0,
