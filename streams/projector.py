@@ -148,6 +148,15 @@ class Projector(Generic[E]):
         """The newest offset of `partition` this projection has applied, -1 when none."""
         return await self._checkpoints.applied(self.topic, partition)
 
+    async def applied_many(self, partitions: Sequence[int]) -> list[int]:
+        """The newest applied offset of each of `partitions` (-1 where none), in one round trip where the
+        checkpoints offer it (the watchdog reads them every few seconds)."""
+        many = getattr(self._checkpoints, "applied_many", None)
+        if many is not None:
+            offsets: list[int] = await many(self.topic, partitions)
+            return offsets
+        return list(await asyncio.gather(*(self.applied(partition) for partition in partitions)))
+
     def waiting(self, unavailable: bool) -> None:
         """Say whether the projection waits for its store (the flag the watchdog reads, and the gauge)."""
         self.unavailable = unavailable

@@ -175,16 +175,22 @@ class Watchdog:
         held = sorted(tp for tp in self._consumer.assignment() if tp[0] in self._by_topic)
         if not held:
             return []
-        pairs = [(projector, partition) for topic, partition in held for projector in self._by_topic[topic]]
-        ends = await self._ends.ends({projector.topic for projector, _ in pairs})
+        # each projector's held partitions, read in one round trip per projector
+        wanted = [
+            (projector, [partition for held_topic, partition in held if held_topic == topic])
+            for topic in sorted({topic for topic, _ in held})
+            for projector in self._by_topic[topic]
+        ]
+        ends = await self._ends.ends({projector.topic for projector, _ in wanted})
         try:
             applied = await asyncio.wait_for(
-                asyncio.gather(*(projector.applied(partition) for projector, partition in pairs)),
+                asyncio.gather(*(projector.applied_many(partitions) for projector, partitions in wanted)),
                 CHECKPOINT_TIMEOUT_SECONDS,
             )
         except TimeoutError as exc:
             raise StoreUnavailable(f"checkpoints unread within {CHECKPOINT_TIMEOUT_SECONDS:.0f}s") from exc
         return [
             Reading.at(projector.name, projector.topic, partition, offset, ends[(projector.topic, partition)])
-            for (projector, partition), offset in zip(pairs, applied, strict=True)
+            for (projector, partitions), offsets in zip(wanted, applied, strict=True)
+            for partition, offset in zip(partitions, offsets, strict=True)
         ]

@@ -75,6 +75,14 @@ class MongoCheckpoints:
             doc = await self._applied.find_one({"_id": self._id(topic, partition)})
         return -1 if doc is None else int(doc["offset"])
 
+    async def applied_many(self, topic: str, partitions: Sequence[int]) -> list[int]:
+        """Several partitions' checkpoints (the watchdog's round) in one round trip, -1 where none."""
+        ids = [self._id(topic, partition) for partition in partitions]
+        with mongo_errors():
+            docs = await self._applied.find({"_id": {"$in": ids}}).to_list(None)
+        offsets = {doc["_id"]: int(doc["offset"]) for doc in docs}
+        return [offsets.get(_id, -1) for _id in ids]
+
     async def advance(self, position: Position) -> None:
         with mongo_errors():
             await self._applied.update_one(
@@ -164,6 +172,9 @@ class MongoFactStore:
 
     async def applied(self, topic: str, partition: int) -> int:
         return await self._checkpoints.applied(topic, partition)
+
+    async def applied_many(self, topic: str, partitions: Sequence[int]) -> list[int]:
+        return await self._checkpoints.applied_many(topic, partitions)
 
     async def advance(self, position: Position) -> None:
         await self._checkpoints.advance(position)
@@ -271,6 +282,9 @@ class MongoTraceStore:
 
     async def applied(self, topic: str, partition: int) -> int:
         return await self._checkpoints.applied(topic, partition)
+
+    async def applied_many(self, topic: str, partitions: Sequence[int]) -> list[int]:
+        return await self._checkpoints.applied_many(topic, partitions)
 
     async def advance(self, position: Position) -> None:
         await self._checkpoints.advance(position)

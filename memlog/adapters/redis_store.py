@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -184,6 +184,12 @@ class RedisSessionStore:
         with redis_errors():
             value = await self._redis.hget(self._checkpoints(topic), str(partition))  # type: ignore[misc]
         return -1 if value is None else int(value)
+
+    async def applied_many(self, topic: str, partitions: Sequence[int]) -> list[int]:
+        """Several partitions' checkpoints (the watchdog's round) in one round trip, -1 where none."""
+        with redis_errors():
+            values = await self._redis.hmget(self._checkpoints(topic), [str(p) for p in partitions])  # type: ignore[misc]
+        return [-1 if value is None else int(value) for value in values]
 
     async def advance(self, position: Position) -> None:
         with redis_errors():

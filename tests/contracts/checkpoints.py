@@ -44,3 +44,13 @@ class CheckpointsContract:
         await many([Position("threads", 1, 2)])
         assert [await checkpoints.applied("threads", p) for p in range(4)] == [7, 3, 50, -1]
         assert await open_checkpoints("facts-activity").applied("threads", 0) == -1
+
+    async def test_several_partitions_are_read_in_one_call(self, open_checkpoints: Open) -> None:
+        checkpoints = open_checkpoints("archive")
+        await checkpoints.advance(Position("threads", 2, 50))
+        await checkpoints.advance(Position("threads", 0, 7))
+        await open_checkpoints("facts-activity").advance(Position("threads", 1, 4))
+        await checkpoints.advance(Position("facts", 1, 9))
+        many = getattr(checkpoints, "applied_many")  # noqa: B009 (not part of the protocol: offered by these)
+        assert await many("threads", [2, 1, 0, 3]) == [50, -1, 7, -1]
+        assert await many("threads", []) == []

@@ -160,6 +160,8 @@ class SessionStoreContract:
         await store.advance(Position("threads", 3, 4))
         assert await store.applied("threads", 3) == 10
         assert await store.applied("threads", 2) == -1
+        many = getattr(store, "applied_many")  # noqa: B009 (not part of the protocol: the watchdog's round)
+        assert await many("threads", [2, 3]) == [-1, 10]
 
     async def test_a_write_advances_the_checkpoint_of_its_partition(
         self, store: SessionStore, clock: int, count_tokens: TokenCounter

@@ -35,6 +35,9 @@ class InMemoryCheckpoints:
     async def applied(self, topic: str, partition: int) -> int:
         return self._applied.get((topic, partition), -1)
 
+    async def applied_many(self, topic: str, partitions: Sequence[int]) -> list[int]:
+        return [self._applied.get((topic, partition), -1) for partition in partitions]
+
     async def advance(self, position: Position) -> None:
         key = (position.topic, position.partition)
         self._applied[key] = max(self._applied.get(key, -1), position.offset)
