@@ -174,9 +174,7 @@ class Settings(BaseSettings):
         description="Drills only: seconds a named projection (sessions, archive, facts, facts-activity, "
         "traces, privacy) waits before each batch, to rehearse a slow projection and stops mid-stream.",
     )
-    batch_seconds: float = Field(
-        default=0.05, gt=0, description="How long an agent waits to fill a batch, from its first event."
-    )
+    batch_seconds: float = Field(default=0.05, gt=0, description="How long an agent fills a batch from its first one.")
     sessions_batch_seconds: float = Field(
         default=0.0,
         ge=0,
