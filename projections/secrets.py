@@ -60,10 +60,10 @@ _PUNCTUATION = r"[+/_.~-]"
 _RUN = rf"{_PUNCTUATION}*+(?:{'|'.join(f'{c}++(?:{_PUNCTUATION}*+{c}++)*+' for c in ('[a-z]', '[A-Z]', '[0-9]'))})"
 _MAY_BE_SECRET = (
     rf"(?=[{_TOKEN_CHARS}]{{16}})"
-    rf"(?:(?={_PROVIDER.pattern})|(?=(?:[A-Za-z0-9+_.~-]*+/)+?(?=[A-Za-z0-9+_.~-]{{16}})(?:{_PROVIDER.pattern}))"
-    rf"|(?!(?:0x)?[0-9a-fA-F-]++(?![={_TOKEN_CHARS}]))"
+    rf"(?:(?!(?:0x)?[0-9a-fA-F-]++(?![={_TOKEN_CHARS}]))"
     r"(?:(?=(?:[CDI-Za-f](?![BIJKLRYZabhopqrx4-7])[A-Za-z0-9+/_-]|[w-z0-9][IJKLYZabopqr4-7])(?:[A-Za-z0-9+/]*+|[A-Za-z0-9_-]*+)(?![A-Za-z0-9+/_.~-]))"
-    rf"|(?=[{_TOKEN_CHARS}]{{24}})(?=(?:{_RUN}){{4}})(?=(?:{_RUN}){{5}}|(?:[A-Za-z0-9]*+{_PUNCTUATION}){{13}})))"
+    rf"|(?=[{_TOKEN_CHARS}]{{24}})(?=(?:{_RUN}){{4}})(?=(?:{_RUN}){{5}}|(?:[A-Za-z0-9]*+{_PUNCTUATION}){{13}}))"
+    rf"|(?={_PROVIDER.pattern})|(?=(?:[A-Za-z0-9+_.~-]*+/)+?(?=[A-Za-z0-9+_.~-]{{16}})(?:{_PROVIDER.pattern})))"
 )
 _CANDIDATE = re.compile(rf"[^{_TOKEN_CHARS}]{_MAY_BE_SECRET}([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
 _CANDIDATE_HEAD = re.compile(rf"{_MAY_BE_SECRET}([{_TOKEN_CHARS}]{{16,}}+)(?=(={{0,2}}))")
