@@ -136,6 +136,7 @@ class Evidence:
         if self._archive is None:
             return []
         seqs: dict[ConversationRef, set[int]] = {}
+        whole, held = held_whole(known), set()
         for entry in entries:
             try:
                 thread, owner = parse_thread(str(entry["thread"]))
@@ -144,6 +145,9 @@ class Evidence:
             if thread == PUBLIC_THREAD or entry.get("seq") is None or entry.get("conversation") is None:
                 continue  # the public thread archives no tool call
             ref = ConversationRef(tenant, thread, owner, str(entry["conversation"]))
+            if (ref, str(entry.get("exchange_id"))) in whole:
+                held.add((ref, str(entry.get("exchange_id"))))  # nothing of it is elsewhere: no read
+                continue
             seqs.setdefault(ref, set()).add(int(entry["seq"]))
         archive = self._archive
         refs = list(seqs)
@@ -153,7 +157,34 @@ class Evidence:
                 for ref in refs
             )
         )
-        return [_brief(found) for read in reads for near in read.values() for found in near]
+        return [
+            *(_brief(found) for read in reads for near in read.values() for found in near),
+            *(_brief(found) for exchange in held for found in whole[exchange]),
+        ]
+
+
+def held_whole(known: Sequence[Entry]) -> dict[tuple[ConversationRef, str], list[Entry]]:
+    """The exchanges `known` holds whole, with their entries: from its question to its answer at
+    consecutive places of its conversation, every call with its result. Nothing of such an exchange can
+    be elsewhere (what lies between is all there, and it ended answered with no call open), so a read
+    near it would add nothing to its calls or its state (a search's candidates hold most of the
+    exchanges it shows: their reads by place cost most of a search's time on SecantusDB)."""
+    by: dict[tuple[ConversationRef, str], dict[int, Entry]] = {}
+    for entry in known:
+        if entry.exchange_id is not None and entry.n is not None:
+            by.setdefault((entry.ref, entry.exchange_id), {})[entry.n] = entry
+    whole = {}
+    for exchange, at in by.items():
+        places = sorted(at)
+        ordered = [at[n] for n in places]
+        if places[-1] - places[0] + 1 != len(places) or len({e.seq for e in ordered}) != len(ordered):
+            continue
+        if ordered[0].role != "question" or ordered[-1].role != "answer":
+            continue
+        calls = archived_exchanges([_brief(e) for e in ordered]).get((_brief(ordered[0])["thread"], exchange[1]))
+        if calls is not None and all(called is None for called in calls.calls.values()):
+            whole[exchange] = ordered
+    return whole
 
 
 def _brief(entry: Entry) -> dict[str, Any]:
