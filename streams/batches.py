@@ -8,8 +8,8 @@ batches. Nothing waits on a timer, and an idle agent sleeps on its queue.
 
 Faust's consumer puts the records of one fetch on the agents' queues one at a time, each a few turns of
 the event loop after the last, so an empty queue does not yet mean the fetch is all there: a batch is
-handed over once the queue has stayed empty for FETCH_TURNS turns of the loop (an exchange's three
-records made three batches, and a read waited for the third, without them).
+handed over once the queue has stayed empty for FETCH_TURNS turns of the loop, at most FETCH_SECONDS (an
+exchange's three records made two or three batches, and a read waited for the last, without them).
 
 The other projections (archive, facts activity, traces, privacy) may wait longer and gain larger batches:
 with `within`, a batch is handed over `within` seconds after its FIRST event at the earliest (or when it holds
@@ -28,13 +28,20 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 FETCH_TURNS = 8  # with 8, the three records of an exchange came as one batch in 65 of 65 idle turns
+# and at most this long: on a busy loop 8 turns can take tens of ms, and the batch is large by then anyway
+FETCH_SECONDS = 0.002
 
 
 async def more_coming(queue: Any) -> bool:
-    """Whether another event is queued now, or within FETCH_TURNS turns of the event loop."""
+    """Whether another event is queued now, or within FETCH_TURNS turns of the event loop (at most
+    FETCH_SECONDS)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + FETCH_SECONDS
     for _ in range(FETCH_TURNS):
         if not queue.empty():
             return True
+        if loop.time() >= until:
+            return False
         await asyncio.sleep(0)  # one turn: the consumer delivers the fetch's next record, if any
     return not queue.empty()
 
