@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlog.app.evidence import Evidence
-from memlog.app.nearest import nearest, ranked, started
+from memlog.app.nearest import Near, nearest, ranked, started
 from memlog.app.positions import Ready, at_once
 from memlog.app.ranker import Ranker, centres, off_loop
 from projections.archives import (
@@ -249,7 +249,7 @@ class Conversations:
             encode_cursor(self.cursors, bound, snapshot, [*hits[-1].key, documents]) if more and hits else None
         )
         if self.evidence is not None:
-            await self.evidence.entries(tenant, results, [*candidates, *near_all])
+            await self.evidence.entries(tenant, results, _known(candidates, near_all, meant))
         return {
             "query": query,
             "scope": scope,
@@ -555,3 +555,9 @@ class Conversations:
             now_ms,
             confirm=confirm,
         )
+
+
+def _known(candidates: list[Entry], near: list[Entry], meant: Near | None) -> list[Entry]:
+    """What a search read of the archive, with places: its candidates, the results' neighbours and the
+    nearest groups by meaning (whole), so that evidence reads near none of their exchanges again."""
+    return [*candidates, *near, *(e for _, group in meant or () for e in group)]
