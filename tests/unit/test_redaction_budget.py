@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 from projections.redaction import REDACTED, Redactor
 from projections.secret_phrases import _CARD_RUN, _CARD_SEPARATORS, budget, elements
 from projections.secrets import (
+    _PLAIN_URL,
     _QUERY_VALUE,
     _assignments,
     _encoded_query_values,
     _tokens,
+    find,
     luhn,
     random_looking,
     unquote,
@@ -292,3 +294,44 @@ def test_each_distinct_query_value_is_searched_once_and_every_place_of_it_found(
     secret = {"my%20password%20is%20hunter2%21", "k%3Dghp_" + "a1B2" * 9}
     expected = [match.span(1) for match in _QUERY_VALUE.finditer(text) if match.group(1) in secret]
     assert sorted(_encoded_query_values(text, 0, REDACTOR._judge)) == expected
+
+
+URL_PARTS = st.one_of(
+    st.text(alphabet=string.ascii_letters + string.digits + "._~/-", max_size=6),
+    st.sampled_from(
+        ["pw/", "/password", "-is-", "/pin-code", "--", "-u", "login", "AA", "Bearer", "Token", "-----BEGIN"]
+    ),
+    st.sampled_from([" ", "=", "@", "%41", ":", "?a=", " is x9", "/4111111111111111", "/4111-1111-1111-1111"]),
+    st.sampled_from(["ATATT3" + "xY_z-0" * 10, *_PROVIDER_KEYS]),
+    st.sampled_from(["hooks.slack.com/services/T0A1/B0C2/", "discord.com/api/webhooks/1234/", "x" * 20, "/"]),
+    st.builds(lambda n: f"{n:08x}.png", st.integers(0, 2**32)),
+)
+
+
+@given(st.sampled_from(["https://", "http://"]), st.lists(URL_PARTS, max_size=14))
+@example("https://", ["pw/"] * 61)  # as many names as a plain URL holds
+@example("https://", ["pw/"] * 70)  # more than that: the rest of the text is redacted at once
+@example("https://", ["x/", "/4111111111111111", "/password", " is x9"])
+@example("https://", ["x/password", "=", "hunter2x"])
+@example("https://", ["x/password", ":", "hunter2x"])
+@example("https://", ["hunter2x", "@", "example.com/"])
+@example("https://", ["a.com/x", "%41", "/", "sk-", "a1B2c3D4" * 4])
+@example("https://", ["cdn.example.com/assets/redstone/", "0a1b2c3d.png"])
+def test_a_plain_url_read_by_fewer_detectors_finds_what_every_detector_finds(scheme: str, parts: list[str]) -> None:
+    text = scheme + "".join(parts)
+    found = sorted(find(text, REDACTOR.secret_key))
+    assert found == sorted(find(text, REDACTOR.secret_key, every_detector=True))
+
+
+def test_the_shortcut_is_taken_by_plain_urls_only() -> None:
+    assert _PLAIN_URL.fullmatch("https://cdn.example.com/assets/redstone/0a1b2c3d.png") is not None
+    assert _PLAIN_URL.fullmatch("https://" + "pw/" * 61) is not None
+    for other in (
+        "https://" + "pw/" * 62,
+        "https://a@b/",
+        "https://a/?b=c",
+        "https://a/%41",
+        "https://a/ b",
+        "ftp://a/b",
+    ):
+        assert _PLAIN_URL.fullmatch(other) is None
