@@ -180,39 +180,46 @@ async def phase(
     )
 
 
-async def run(settings: Settings, samples: int, rate: int, split: bool) -> None:
+@contextlib.asynccontextmanager
+async def memlog_running(settings: Settings, split: bool) -> AsyncIterator[str]:
+    """memlog's worker (or, with `split`, a worker per set, as `memlog up` runs them) and API, started for
+    the run and stopped after it; yields the API's base URL."""
     await ensure_topics(settings)
-    sets = [",".join(which) for which in settings.up_sets()] if split else ["all"]  # as `memlog up` runs them
+    sets = [",".join(which) for which in settings.up_sets()] if split else ["all"]
     workers = [
         await asyncio.to_thread(start_worker, settings.model_copy(update={"worker_projections": which}), LOGS)
         for which in sets
     ]
     api = await asyncio.to_thread(start_api, settings, LOGS)
     print(f"worker sets: {' | '.join(sets)}")
-    base = f"http://127.0.0.1:{settings.api_port}"
     try:
-        async with (
-            kafka_floor(settings) as floor,
-            aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=1)) as http,
-        ):
-            fresh = memlog_turn(http, "ada")
-            for _ in range(5):
-                await fresh()
-            await phase("idle", floor, fresh, samples)
-            stop = asyncio.Event()
-            behind = asyncio.create_task(background(base, rate, stop))
-            await asyncio.sleep(3)  # the background settles
-            try:
-                await phase(f"under {rate} other exchanges/s", floor, fresh, samples)
-            except FellBehind as behind_by:
-                print(f"\nunder {rate} other exchanges/s: {behind_by} (the worker fell behind the background)")
-            stop.set()
-            sent = await behind
-            print(f"  (background: {sent} exchanges POSTed)")
+        yield f"http://127.0.0.1:{settings.api_port}"
     finally:
         api.stop()
         for worker in workers:
             worker.stop()
+
+
+async def run(settings: Settings, samples: int, rate: int, split: bool) -> None:
+    async with (
+        memlog_running(settings, split) as base,
+        kafka_floor(settings) as floor,
+        aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=1)) as http,
+    ):
+        fresh = memlog_turn(http, "ada")
+        for _ in range(5):
+            await fresh()
+        await phase("idle", floor, fresh, samples)
+        stop = asyncio.Event()
+        behind = asyncio.create_task(background(base, rate, stop))
+        await asyncio.sleep(3)  # the background settles
+        try:
+            await phase(f"under {rate} other exchanges/s", floor, fresh, samples)
+        except FellBehind as behind_by:
+            print(f"\nunder {rate} other exchanges/s: {behind_by} (the worker fell behind the background)")
+        stop.set()
+        sent = await behind
+        print(f"  (background: {sent} exchanges POSTed)")
 
 
 def main() -> None:

@@ -33,13 +33,11 @@ import aiohttp
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench.freshness import LOGS, TENANT, background, kafka_floor, turn
+from bench.freshness import TENANT, background, kafka_floor, memlog_running, turn
 from bench.projection import on_local_stack, quantiles
 from memlog.adapters.connections import kafka_options
 from memlog.config.settings import Settings
-from memlog.dev.processes import start_api, start_worker
 from projections.position import Position
-from streams.topics import ensure_topics
 
 PAUSE_SECONDS = 0.02
 STEPS = ("POST answered", "fetchable", "applied", "read answered")
@@ -167,36 +165,23 @@ async def phase(
 
 
 async def run(settings: Settings, turns: int, rate: int, split: bool) -> None:
-    await ensure_topics(settings)
-    sets = [",".join(which) for which in settings.up_sets()] if split else ["all"]
-    workers = [
-        await asyncio.to_thread(start_worker, settings.model_copy(update={"worker_projections": which}), LOGS)
-        for which in sets
-    ]
-    api = await asyncio.to_thread(start_api, settings, LOGS)
-    print(f"worker sets: {' | '.join(sets)}")
-    base = f"http://127.0.0.1:{settings.api_port}"
-    try:
-        async with (
-            kafka_floor(settings) as floor,
-            observers(settings) as (fetchable, applied),
-            aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=1)) as http,
-        ):
-            once = stepped_turn(http, "ada", fetchable, applied)
-            await phase("idle", floor, once, turns)
-            if rate:
-                stop = asyncio.Event()
-                behind = asyncio.create_task(background(base, rate, stop))
-                await asyncio.sleep(3)
-                try:
-                    await phase(f"under {rate} other exchanges/s", floor, once, turns)
-                finally:
-                    stop.set()
-                    await behind
-    finally:
-        api.stop()
-        for worker in workers:
-            worker.stop()
+    async with (
+        memlog_running(settings, split) as base,
+        kafka_floor(settings) as floor,
+        observers(settings) as (fetchable, applied),
+        aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=1)) as http,
+    ):
+        once = stepped_turn(http, "ada", fetchable, applied)
+        await phase("idle", floor, once, turns)
+        if rate:
+            stop = asyncio.Event()
+            behind = asyncio.create_task(background(base, rate, stop))
+            await asyncio.sleep(3)
+            try:
+                await phase(f"under {rate} other exchanges/s", floor, once, turns)
+            finally:
+                stop.set()
+                await behind
 
 
 def main() -> None:
